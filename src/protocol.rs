@@ -1,0 +1,303 @@
+//! The cluster-sharding protocol as sans-IO state machines (akka-sharding.md §2-§7).
+//!
+//! Every role is a plain struct driven through one entry point:
+//! `handle(now, input, &mut out)` takes the current simulated time and exactly one [`Input`],
+//! and appends plain-data [`Output`]s that the host (the simulated world, a test, or the
+//! madsim host) applies in order. Nothing under `protocol` reads a clock, a socket, a global or
+//! an unseeded random number generator, and nothing here panics on any input: stale or
+//! unexpected messages are handled idempotently, as Akka does.
+
+pub mod allocation;
+pub mod coordinator;
+pub mod entity;
+pub mod msg;
+pub mod region;
+pub mod settings;
+
+pub use msg::{CoordinatorEvent, Envelope, Msg};
+
+use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, ShardId};
+use crate::time::Duration;
+use serde::{Deserialize, Serialize};
+
+/// Which actor on a node a message is for.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub enum Role {
+    /// The node's ShardRegion (hosting or proxy-only).
+    Region,
+    /// The ShardCoordinator singleton, when it runs on that node.
+    Coordinator,
+}
+
+/// Where a message is addressed: a node incarnation and the role on it. A message for an
+/// older incarnation of a node is a dead letter, as in Akka.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub struct Addr {
+    /// The node.
+    pub node: NodeId,
+    /// Its incarnation.
+    pub inc: NodeInc,
+    /// The actor on it.
+    pub role: Role,
+}
+
+impl Addr {
+    /// The region actor of `r`.
+    pub fn region(r: RegionRef) -> Addr {
+        Addr {
+            node: r.node,
+            inc: r.inc,
+            role: Role::Region,
+        }
+    }
+    /// The coordinator actor on `r`'s node.
+    pub fn coordinator(r: RegionRef) -> Addr {
+        Addr {
+            node: r.node,
+            inc: r.inc,
+            role: Role::Coordinator,
+        }
+    }
+    /// The region ref on the same node incarnation.
+    pub fn region_ref(self) -> RegionRef {
+        RegionRef {
+            node: self.node,
+            inc: self.inc,
+        }
+    }
+}
+
+/// Member status, as in Akka's `MemberStatus`.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub enum MemberStatus {
+    /// Joining, not yet moved to Up by the leader.
+    Joining,
+    /// Up.
+    Up,
+    /// Leaving gracefully.
+    Leaving,
+    /// Exiting.
+    Exiting,
+    /// Downed.
+    Down,
+    /// Removed.
+    Removed,
+}
+
+/// One member as a node sees it.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub struct Member {
+    /// The member's node.
+    pub node: NodeId,
+    /// Its incarnation.
+    pub inc: NodeInc,
+    /// Akka's `upNumber`: lower is older.
+    pub up_number: u32,
+    /// Its status.
+    pub status: MemberStatus,
+    /// Whether it hosts entities (has the sharding role); proxy-only nodes do not, and are never
+    /// chosen as coordinator.
+    pub hosting: bool,
+}
+
+impl Member {
+    /// The region on this member.
+    pub fn region(&self) -> RegionRef {
+        RegionRef {
+            node: self.node,
+            inc: self.inc,
+        }
+    }
+}
+
+/// The timers of every role, keyed per node. Re-setting a timer replaces it.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub enum Timer {
+    /// Region: when to re-register if no coordinator, else re-ask `GetShardHome` for every
+    /// shard with buffered messages (`retry-interval`, SR:966-984).
+    RegionRetry,
+    /// Region: when to resend `Register` during the exponential registration back-off
+    /// (SR:1167-1184).
+    RegisterRetry,
+    /// Coordinator: when to ask the allocation strategy for shards to rebalance.
+    RebalanceTick,
+    /// Coordinator: when to resend `HostShard` for a shard without `ShardStarted`.
+    ResendShardHost(ShardId),
+    /// Coordinator: when a hand-off of this shard gives up (`handoff-timeout`, both phases).
+    HandOffTimeout(ShardId),
+    /// Coordinator: when recovery is complete and `HostShard` goes to every allocated shard
+    /// (500 ms after `watchStateActors`, SC:1294-1322).
+    StateInitialized,
+}
+
+impl Timer {
+    /// The role owning this timer.
+    pub fn role(self) -> Role {
+        match self {
+            Timer::RegionRetry | Timer::RegisterRetry => Role::Region,
+            _ => Role::Coordinator,
+        }
+    }
+}
+
+/// Everything a role can be told. Exactly one per `handle` call.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// A message arrived from `from`.
+    Deliver {
+        /// The sending actor.
+        from: Addr,
+        /// The message.
+        msg: Msg,
+    },
+    /// A timer set earlier through [`Output::SetTimer`] fired.
+    Timeout(Timer),
+    /// A local sender hands a message to its region (`region ! msg`).
+    Request(Envelope),
+    /// The node's view of the members changed (oldest first by up-number).
+    MembersChanged(Vec<Member>),
+    /// The coordinator's last [`Output::Persist`] is durable.
+    Persisted,
+}
+
+/// Why an entity stopped.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Stopped by the hand-off stop message.
+    HandOff,
+    /// The region restarted after an unexpected change of shard home (SR:1095-1114).
+    RegionRestart,
+    /// The node went down.
+    NodeDown,
+}
+
+/// Why a user message was dropped.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The region's total buffer was full (`buffer-size`, SR:1281-1305).
+    BufferFull,
+    /// Buffered at the owning region between BeginHandOff and HandOff (SR:936-962).
+    HandOffBuffer,
+    /// The region restarted and lost its buffers.
+    RegionRestart,
+    /// Addressed to a node incarnation that no longer exists.
+    DeadLetter,
+    /// A proxy-only region was told to host a shard.
+    ProxyHostShard,
+    /// Lost on the network (partition).
+    Network,
+}
+
+/// Facts for checkers and the trace. Protocol code never reads them back.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Observation {
+    /// An entity started in a shard of this region.
+    EntityStarted {
+        /// The entity.
+        entity: EntityId,
+        /// Its shard.
+        shard: ShardId,
+    },
+    /// An entity stopped.
+    EntityStopped {
+        /// The entity.
+        entity: EntityId,
+        /// Why.
+        reason: StopReason,
+    },
+    /// A user message reached its entity.
+    Delivered(Envelope),
+    /// A user message was dropped.
+    Dropped {
+        /// The message.
+        env: Envelope,
+        /// Why.
+        reason: DropReason,
+    },
+    /// This region started hosting a shard.
+    ShardHosted(ShardId),
+    /// This region stopped hosting a shard.
+    ShardUnhosted(ShardId),
+    /// The coordinator began a hand-off of `shard` from `from`.
+    RebalanceStarted {
+        /// The shard.
+        shard: ShardId,
+        /// Its current owner.
+        from: RegionRef,
+    },
+    /// A hand-off ended (`RebalanceDone`).
+    RebalanceDone {
+        /// The shard.
+        shard: ShardId,
+        /// `false` after `handoff-timeout`.
+        ok: bool,
+    },
+    /// The coordinator allocated a shard.
+    ShardAllocated {
+        /// The shard.
+        shard: ShardId,
+        /// The new owner.
+        region: RegionRef,
+    },
+    /// The coordinator finished recovering from its journal.
+    CoordinatorRecovered {
+        /// Events replayed.
+        events: usize,
+    },
+    /// The region restarted (Akka: an exception in ShardRegion restarts it).
+    RegionRestarted,
+}
+
+/// Everything a role asks of its host, applied in order.
+#[derive(Clone, Debug)]
+pub enum Output {
+    /// Send `msg` to `to`.
+    Send {
+        /// Destination.
+        to: Addr,
+        /// The message.
+        msg: Msg,
+    },
+    /// Start (or restart) a timer.
+    SetTimer {
+        /// Which timer.
+        timer: Timer,
+        /// After how long.
+        after: Duration,
+    },
+    /// Cancel a timer; a no-op when it is not set.
+    CancelTimer(Timer),
+    /// Write an event to the coordinator's journal; the host answers with [`Input::Persisted`].
+    Persist(CoordinatorEvent),
+    /// A fact for the checkers and the trace.
+    Observe(Observation),
+}
+
+/// The output buffer passed to `handle`. Reused across calls by the host.
+#[derive(Debug, Default)]
+pub struct Outbox(pub Vec<Output>);
+
+impl Outbox {
+    /// Queue a message.
+    pub fn send(&mut self, to: Addr, msg: Msg) {
+        self.0.push(Output::Send { to, msg });
+    }
+    /// Start a timer.
+    pub fn set_timer(&mut self, timer: Timer, after: Duration) {
+        self.0.push(Output::SetTimer { timer, after });
+    }
+    /// Cancel a timer.
+    pub fn cancel_timer(&mut self, timer: Timer) {
+        self.0.push(Output::CancelTimer(timer));
+    }
+    /// Report a fact.
+    pub fn observe(&mut self, o: Observation) {
+        self.0.push(Output::Observe(o));
+    }
+    /// Take every queued output.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
+        self.0.drain(..)
+    }
+}

@@ -1,0 +1,557 @@
+//! ShardCoordinator in persistent mode (akka-sharding.md §3.2, §4, §7): the cluster singleton
+//! that decides where shards live, persists its decisions to a journal before answering, and
+//! drives rebalancing through one hand-off worker per shard.
+//!
+//! Sans-IO: call [`Coordinator::handle`] with the time and one input. `Output::Persist` asks the
+//! host to write an event; until the host answers `Input::Persisted` every other input is stashed
+//! (Akka's `persist` semantics), then the stash is replayed in order.
+
+use crate::ids::{RegionRef, ShardId};
+use crate::protocol::allocation::{ClusterHealth, RegionEntry, ShardAllocationStrategy};
+use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
+use crate::protocol::{
+    Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Output, Role,
+    Timer,
+};
+use crate::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The coordinator's durable state (§3.1, SC:524-598).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoordinatorState {
+    /// shard → owning region.
+    pub shards: BTreeMap<ShardId, RegionRef>,
+    /// region → its shards, in allocation order (the strategy depends on the order).
+    pub regions: BTreeMap<RegionRef, Vec<ShardId>>,
+    /// Registered proxies.
+    pub proxies: BTreeSet<RegionRef>,
+}
+
+/// Why replaying or applying an event failed (Akka's `require` in `State.updated`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateError(pub String);
+
+impl CoordinatorState {
+    /// `State.updated(evt)` with Akka's preconditions (§3.1). Recovery tolerances of §3.2: an
+    /// unknown region or proxy termination is ignored.
+    pub fn updated(&mut self, evt: &CoordinatorEvent) -> Result<(), StateError> {
+        match *evt {
+            CoordinatorEvent::ShardRegionRegistered { region } => {
+                if self.regions.contains_key(&region) {
+                    return Err(StateError(format!("region {region} already registered")));
+                }
+                self.regions.insert(region, Vec::new());
+            }
+            CoordinatorEvent::ShardRegionProxyRegistered { proxy } => {
+                if !self.proxies.insert(proxy) {
+                    return Err(StateError(format!("proxy {proxy} already registered")));
+                }
+            }
+            CoordinatorEvent::ShardRegionTerminated { region } => {
+                if let Some(shards) = self.regions.remove(&region) {
+                    for s in shards {
+                        self.shards.remove(&s);
+                    }
+                }
+            }
+            CoordinatorEvent::ShardRegionProxyTerminated { proxy } => {
+                self.proxies.remove(&proxy);
+            }
+            CoordinatorEvent::ShardHomeAllocated { shard, region } => {
+                if self.shards.contains_key(&shard) {
+                    return Err(StateError(format!("shard {shard} already allocated")));
+                }
+                let Some(list) = self.regions.get_mut(&region) else {
+                    return Err(StateError(format!("region {region} not registered")));
+                };
+                list.push(shard);
+                self.shards.insert(shard, region);
+            }
+            CoordinatorEvent::ShardHomeDeallocated { shard } => {
+                let Some(region) = self.shards.remove(&shard) else {
+                    return Err(StateError(format!("shard {shard} not allocated")));
+                };
+                let Some(list) = self.regions.get_mut(&region) else {
+                    return Err(StateError(format!("region {region} not registered")));
+                };
+                list.retain(|s| *s != shard);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One hand-off, as tracked by the coordinator (Akka's `RebalanceWorker`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandOff {
+    /// `BeginHandOff` sent to every region and proxy; waiting for each `BeginHandOffAck`.
+    AwaitingAcks {
+        /// The owner.
+        from: RegionRef,
+        /// Regions that have not acked yet.
+        pending: BTreeSet<RegionRef>,
+    },
+    /// `HandOff` sent to the owner; waiting for `ShardStopped`.
+    AwaitingStop {
+        /// The owner.
+        from: RegionRef,
+    },
+}
+
+/// What to do once the event in flight is persisted.
+#[derive(Clone, Copy, Debug)]
+enum AfterPersist {
+    RegisterAck {
+        to: Addr,
+    },
+    Allocated {
+        shard: ShardId,
+        region: RegionRef,
+        requester: Option<Addr>,
+    },
+    Deallocated {
+        shard: ShardId,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Recovered a non-empty state; waiting for `StateInitialized` (§3.4). Register is ignored.
+    WaitingForStateInitialized,
+    Active,
+}
+
+/// The ShardCoordinator actor.
+pub struct Coordinator {
+    me: Addr,
+    settings: Settings,
+    options: ProtocolOptions,
+    strategy: Box<dyn ShardAllocationStrategy>,
+    state: CoordinatorState,
+    phase: Phase,
+    members: Vec<Member>,
+    alive_regions: BTreeSet<RegionRef>,
+    all_regions_registered: bool,
+    /// shard → requesters whose GetShardHome is deferred until the hand-off ends (§4.2).
+    rebalance_in_progress: BTreeMap<ShardId, BTreeSet<Addr>>,
+    handoffs: BTreeMap<ShardId, HandOff>,
+    persisting: Option<(CoordinatorEvent, AfterPersist)>,
+    stash: VecDeque<Input>,
+}
+
+impl Coordinator {
+    /// Start a coordinator by replaying `journal` (recovery is construction, §3.2). A journal
+    /// that violates the state preconditions fails recovery, as Akka's does.
+    pub fn recover(
+        me: Addr,
+        settings: Settings,
+        options: ProtocolOptions,
+        strategy: Box<dyn ShardAllocationStrategy>,
+        journal: &[CoordinatorEvent],
+        out: &mut Outbox,
+    ) -> Result<Self, StateError> {
+        let mut state = CoordinatorState::default();
+        for (i, evt) in journal.iter().enumerate() {
+            state
+                .updated(evt)
+                .map_err(|e| StateError(format!("event {i}: {}", e.0)))?;
+        }
+        out.observe(Observation::CoordinatorRecovered {
+            events: journal.len(),
+        });
+        let phase = if state.regions.is_empty() && state.proxies.is_empty() {
+            Phase::Active
+        } else {
+            // watchStateActors(), then StateInitialized after 500 ms (SC:1294-1322)
+            out.set_timer(Timer::StateInitialized, Duration::from_millis(500));
+            Phase::WaitingForStateInitialized
+        };
+        out.set_timer(Timer::RebalanceTick, settings.rebalance_interval());
+        Ok(Coordinator {
+            me,
+            settings,
+            options,
+            strategy,
+            state,
+            phase,
+            members: Vec::new(),
+            alive_regions: BTreeSet::new(),
+            all_regions_registered: false,
+            rebalance_in_progress: BTreeMap::new(),
+            handoffs: BTreeMap::new(),
+            persisting: None,
+            stash: VecDeque::new(),
+        })
+    }
+
+    /// Handle one input.
+    pub fn handle(&mut self, now: Instant, input: Input, out: &mut Outbox) {
+        if let Input::MembersChanged(members) = input {
+            self.members = members;
+            return;
+        }
+        if self.persisting.is_some() {
+            if let Input::Persisted = input {
+                self.on_persisted(out);
+            } else {
+                self.stash.push_back(input);
+            }
+        } else {
+            self.dispatch(now, input, out);
+        }
+        // unstashAll: stashed inputs and messages sent to self, in order, until the next persist.
+        while self.persisting.is_none() {
+            let Some(input) = self.stash.pop_front() else {
+                break;
+            };
+            self.dispatch(now, input, out);
+        }
+    }
+
+    // ---- getters ----
+
+    /// The current allocations.
+    pub fn allocations(&self) -> &BTreeMap<ShardId, RegionRef> {
+        &self.state.shards
+    }
+    /// The whole state.
+    pub fn state(&self) -> &CoordinatorState {
+        &self.state
+    }
+    /// Hand-offs in progress.
+    pub fn handoffs(&self) -> &BTreeMap<ShardId, HandOff> {
+        &self.handoffs
+    }
+    /// This coordinator's address.
+    pub fn addr(&self) -> Addr {
+        self.me
+    }
+
+    // ---- internals ----
+
+    fn dispatch(&mut self, now: Instant, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
+            Input::Timeout(t) => self.on_timeout(t, out),
+            Input::Request(_) | Input::MembersChanged(_) | Input::Persisted => {}
+        }
+    }
+
+    fn persist(&mut self, evt: CoordinatorEvent, then: AfterPersist, out: &mut Outbox) {
+        self.persisting = Some((evt, then));
+        out.0.push(Output::Persist(evt));
+    }
+
+    /// The write is durable: apply the event, run the continuation, then unstash in order
+    /// until the next persist (Akka's `persist` + `unstashAll`).
+    fn on_persisted(&mut self, out: &mut Outbox) {
+        let Some((evt, then)) = self.persisting.take() else {
+            return;
+        };
+        if self.state.updated(&evt).is_err() {
+            // Akka: `require` throws, the coordinator restarts. Our handlers only persist valid
+            // events, so this is unreachable for a faithful protocol; keep going idempotently.
+            return;
+        }
+        match then {
+            AfterPersist::RegisterAck { to } => out.send(to, Msg::RegisterAck),
+            AfterPersist::Allocated {
+                shard,
+                region,
+                requester,
+            } => {
+                out.observe(Observation::ShardAllocated { shard, region });
+                // SC:1396-1441: HostShard to the owner FIRST, then the reply to the requester.
+                self.send_host_shard(shard, region, out);
+                if let Some(r) = requester {
+                    out.send(r, Msg::ShardHome { shard, region });
+                }
+            }
+            AfterPersist::Deallocated { shard } => {
+                // §4.3 RebalanceDone(ok): release deferred requests, then eager re-allocation.
+                self.clear_rebalance_in_progress(shard);
+                self.stash.push_back(Input::Deliver {
+                    from: self.me,
+                    msg: Msg::GetShardHome { shard },
+                });
+            }
+        }
+    }
+
+    fn on_msg(&mut self, _now: Instant, from: Addr, msg: Msg, out: &mut Outbox) {
+        match msg {
+            Msg::Register { region } => self.on_register(from, region, false, out),
+            Msg::RegisterProxy { proxy } => self.on_register(from, proxy, true, out),
+            Msg::GetShardHome { shard } => {
+                let requester = if from == self.me { None } else { Some(from) };
+                self.on_get_shard_home(shard, requester, out);
+            }
+            Msg::ShardStarted { shard } => out.cancel_timer(Timer::ResendShardHost(shard)),
+            Msg::BeginHandOffAck { shard, region } => {
+                self.on_begin_hand_off_ack(shard, region, out)
+            }
+            Msg::ShardStopped { shard } => self.on_shard_stopped(from, shard, out),
+            // Messages for a region that reached the coordinator are dead letters.
+            Msg::User(_)
+            | Msg::RegisterAck
+            | Msg::ShardHome { .. }
+            | Msg::HostShard { .. }
+            | Msg::BeginHandOff { .. }
+            | Msg::BeginHandOffAckRelay { .. }
+            | Msg::HandOff { .. } => {}
+        }
+    }
+
+    fn is_member_up(&self, r: RegionRef) -> bool {
+        // isMember (akka#18287): the local node, or an Up member of the current view.
+        (r.node == self.me.node && r.inc == self.me.inc)
+            || self
+                .members
+                .iter()
+                .any(|m| m.region() == r && m.status == MemberStatus::Up)
+    }
+
+    /// Register / RegisterProxy (§4.1).
+    fn on_register(&mut self, from: Addr, region: RegionRef, proxy: bool, out: &mut Outbox) {
+        if self.phase != Phase::Active || !self.is_member_up(region) {
+            return; // the region retries
+        }
+        if proxy {
+            if self.state.proxies.contains(&region) {
+                out.send(from, Msg::RegisterAck);
+            } else {
+                self.persist(
+                    CoordinatorEvent::ShardRegionProxyRegistered { proxy: region },
+                    AfterPersist::RegisterAck { to: from },
+                    out,
+                );
+            }
+            return;
+        }
+        self.alive_regions.insert(region);
+        if self.alive_regions.len() >= self.settings.min_nr_of_members {
+            self.all_regions_registered = true; // never re-checked (§3.4)
+        }
+        if self.state.regions.contains_key(&region) {
+            out.send(from, Msg::RegisterAck);
+        } else {
+            self.persist(
+                CoordinatorEvent::ShardRegionRegistered { region },
+                AfterPersist::RegisterAck { to: from },
+                out,
+            );
+        }
+    }
+
+    fn region_entries(&self, exclude_leaving: bool) -> Vec<RegionEntry> {
+        // regionEntriesFor (§10.1): drop regions whose member is unknown in the current view.
+        let mut v = Vec::with_capacity(self.state.regions.len());
+        for (r, shards) in &self.state.regions {
+            let Some(m) = self.members.iter().find(|m| m.region() == *r) else {
+                continue;
+            };
+            let leaving = !matches!(m.status, MemberStatus::Up | MemberStatus::Joining);
+            if exclude_leaving && matches!(m.status, MemberStatus::Down | MemberStatus::Removed) {
+                continue;
+            }
+            v.push(RegionEntry {
+                region: *r,
+                up_number: m.up_number,
+                leaving,
+                shards: shards.clone(),
+            });
+        }
+        v
+    }
+
+    /// GetShardHome decision tree (§4.2).
+    fn on_get_shard_home(&mut self, shard: ShardId, requester: Option<Addr>, out: &mut Outbox) {
+        if let Some(waiting) = self.rebalance_in_progress.get_mut(&shard) {
+            if let Some(r) = requester {
+                waiting.insert(r);
+            }
+            return;
+        }
+        if self.phase != Phase::Active || !self.all_regions_registered {
+            return;
+        }
+        if let Some(region) = self.state.shards.get(&shard).copied() {
+            if let Some(r) = requester {
+                out.send(r, Msg::ShardHome { shard, region });
+            }
+            return;
+        }
+        let entries = self.region_entries(true);
+        if entries.is_empty() {
+            return;
+        }
+        let requester_region = requester
+            .map(|a| a.region_ref())
+            .unwrap_or(self.me.region_ref());
+        let Some(region) = self
+            .strategy
+            .allocate_shard(requester_region, shard, &entries)
+        else {
+            return;
+        };
+        if !self.state.regions.contains_key(&region) {
+            return; // the strategy chose an unknown region: ignore, the requester retries
+        }
+        self.persist(
+            CoordinatorEvent::ShardHomeAllocated { shard, region },
+            AfterPersist::Allocated {
+                shard,
+                region,
+                requester,
+            },
+            out,
+        );
+    }
+
+    fn send_host_shard(&mut self, shard: ShardId, region: RegionRef, out: &mut Outbox) {
+        out.send(Addr::region(region), Msg::HostShard { shard });
+        out.set_timer(
+            Timer::ResendShardHost(shard),
+            self.settings.shard_start_timeout(),
+        );
+    }
+
+    fn on_timeout(&mut self, t: Timer, out: &mut Outbox) {
+        match t {
+            Timer::RebalanceTick => {
+                self.on_rebalance_tick(out);
+                out.set_timer(Timer::RebalanceTick, self.settings.rebalance_interval());
+            }
+            Timer::ResendShardHost(shard) => {
+                if let Some(region) = self.state.shards.get(&shard).copied() {
+                    self.send_host_shard(shard, region, out);
+                }
+            }
+            Timer::HandOffTimeout(shard) => {
+                if self.handoffs.contains_key(&shard) {
+                    self.rebalance_done(shard, false, out);
+                }
+            }
+            Timer::StateInitialized => {
+                // stateInitialized(): HostShard to the region of every allocated shard (§3.4).
+                self.phase = Phase::Active;
+                let allocated: Vec<(ShardId, RegionRef)> =
+                    self.state.shards.iter().map(|(s, r)| (*s, *r)).collect();
+                for (s, r) in allocated {
+                    self.send_host_shard(s, r, out);
+                }
+            }
+            Timer::RegionRetry | Timer::RegisterRetry => {}
+        }
+    }
+
+    /// RebalanceTick (§4.3).
+    fn on_rebalance_tick(&mut self, out: &mut Outbox) {
+        if self.phase != Phase::Active || self.state.regions.is_empty() {
+            return;
+        }
+        let entries = self.region_entries(false);
+        let in_progress: BTreeSet<ShardId> = self.rebalance_in_progress.keys().copied().collect();
+        let health = ClusterHealth {
+            good_time_to_rebalance: self
+                .members
+                .iter()
+                .all(|m| m.status != MemberStatus::Joining),
+        };
+        let shards = self.strategy.rebalance(&entries, &in_progress, health);
+        for shard in shards {
+            if self.rebalance_in_progress.contains_key(&shard) {
+                continue;
+            }
+            let Some(from) = self.state.shards.get(&shard).copied() else {
+                continue;
+            };
+            self.start_hand_off(shard, from, out);
+        }
+    }
+
+    /// Spawn a RebalanceWorker (§7 t1-t2): BeginHandOff to every region and proxy.
+    fn start_hand_off(&mut self, shard: ShardId, from: RegionRef, out: &mut Outbox) {
+        self.rebalance_in_progress.insert(shard, BTreeSet::new());
+        out.observe(Observation::RebalanceStarted { shard, from });
+        let pending: BTreeSet<RegionRef> = self
+            .state
+            .regions
+            .keys()
+            .chain(self.state.proxies.iter())
+            .copied()
+            .collect();
+        for r in &pending {
+            out.send(Addr::region(*r), Msg::BeginHandOff { shard });
+        }
+        out.set_timer(
+            Timer::HandOffTimeout(shard),
+            self.settings.handoff_timeout(),
+        );
+        if pending.is_empty() {
+            self.handoffs.insert(shard, HandOff::AwaitingStop { from });
+            out.send(Addr::region(from), Msg::HandOff { shard });
+        } else {
+            self.handoffs
+                .insert(shard, HandOff::AwaitingAcks { from, pending });
+        }
+    }
+
+    fn on_begin_hand_off_ack(&mut self, shard: ShardId, region: RegionRef, out: &mut Outbox) {
+        let Some(HandOff::AwaitingAcks { from, pending }) = self.handoffs.get_mut(&shard) else {
+            return; // stale ack
+        };
+        pending.remove(&region);
+        if pending.is_empty() {
+            let from = *from;
+            // §7 t3: all acked → HandOff to the owner.
+            out.send(Addr::region(from), Msg::HandOff { shard });
+            if self.options.mutation == Mutation::CoordinatorSkipsShardStopped {
+                // Broken variant: treat the hand-off as done without waiting for ShardStopped.
+                self.rebalance_done(shard, true, out);
+            } else {
+                self.handoffs.insert(shard, HandOff::AwaitingStop { from });
+            }
+        }
+    }
+
+    fn on_shard_stopped(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
+        match self.handoffs.get(&shard) {
+            Some(HandOff::AwaitingStop { from: owner })
+                if from.role == Role::Region && from.region_ref() == *owner =>
+            {
+                self.rebalance_done(shard, true, out)
+            }
+            _ => {} // stale: the worker is gone (Akka: dead letter)
+        }
+    }
+
+    /// RebalanceDone (§4.3).
+    fn rebalance_done(&mut self, shard: ShardId, ok: bool, out: &mut Outbox) {
+        self.handoffs.remove(&shard);
+        out.cancel_timer(Timer::HandOffTimeout(shard));
+        out.observe(Observation::RebalanceDone { shard, ok });
+        if ok && self.state.shards.contains_key(&shard) {
+            self.persist(
+                CoordinatorEvent::ShardHomeDeallocated { shard },
+                AfterPersist::Deallocated { shard },
+                out,
+            );
+        } else {
+            // Timeout (or the region is gone): the shard stays where it was; release requests.
+            self.clear_rebalance_in_progress(shard);
+        }
+    }
+
+    /// Re-send the deferred GetShardHome requests to self, with their original senders.
+    fn clear_rebalance_in_progress(&mut self, shard: ShardId) {
+        if let Some(waiting) = self.rebalance_in_progress.remove(&shard) {
+            for r in waiting {
+                self.stash.push_back(Input::Deliver {
+                    from: r,
+                    msg: Msg::GetShardHome { shard },
+                });
+            }
+        }
+    }
+}

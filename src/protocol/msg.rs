@@ -1,0 +1,165 @@
+//! The message vocabulary, named after Akka's `ShardCoordinator.Internal` messages (§2).
+
+use crate::ids::{EntityId, RegionRef, SenderId, ShardId};
+use crate::protocol::Addr;
+use serde::{Deserialize, Serialize};
+
+/// A user message for an entity. `seq` counts per (sender, entity) from 1.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub struct Envelope {
+    /// The sending client.
+    pub sender: SenderId,
+    /// The addressed entity.
+    pub entity: EntityId,
+    /// Sequence number per (sender, entity), from 1.
+    pub seq: u64,
+}
+
+/// Protocol messages between regions and the coordinator (§2.1-§2.3).
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub enum Msg {
+    /// A user message forwarded region to region, as-is (§2.3).
+    User(Envelope),
+    /// region → coordinator: register a hosting region.
+    Register {
+        /// The region.
+        region: RegionRef,
+    },
+    /// proxy → coordinator: register a proxy-only region.
+    RegisterProxy {
+        /// The proxy.
+        proxy: RegionRef,
+    },
+    /// coordinator → region: registration accepted.
+    RegisterAck,
+    /// region → coordinator: where is this shard?
+    GetShardHome {
+        /// The shard.
+        shard: ShardId,
+    },
+    /// coordinator → requester: the shard's home.
+    ShardHome {
+        /// The shard.
+        shard: ShardId,
+        /// Its home.
+        region: RegionRef,
+    },
+    /// coordinator → owner: start hosting this shard.
+    HostShard {
+        /// The shard.
+        shard: ShardId,
+    },
+    /// owner → coordinator: reply to HostShard.
+    ShardStarted {
+        /// The shard.
+        shard: ShardId,
+    },
+    /// coordinator (RebalanceWorker) → every region: a hand-off begins; buffer from now on.
+    BeginHandOff {
+        /// The shard.
+        shard: ShardId,
+    },
+    /// region → coordinator (RebalanceWorker).
+    BeginHandOffAck {
+        /// The shard.
+        shard: ShardId,
+        /// The acknowledging region (Akka: the sender).
+        region: RegionRef,
+    },
+    /// Protocol option `handoff-ack-via-owner`: a non-owner region sends its BeginHandOffAck
+    /// through the region it last forwarded the shard's messages to, so that the ack reaches the
+    /// coordinator only after those messages reached the owner (closes akka-sharding.md §11.3).
+    BeginHandOffAckRelay {
+        /// The shard.
+        shard: ShardId,
+        /// The acknowledging region.
+        region: RegionRef,
+        /// Where the owner relays the ack.
+        coordinator: Addr,
+    },
+    /// coordinator → owner: stop the shard's entities.
+    HandOff {
+        /// The shard.
+        shard: ShardId,
+    },
+    /// owner → coordinator: the shard's entities have stopped.
+    ShardStopped {
+        /// The shard.
+        shard: ShardId,
+    },
+}
+
+impl Msg {
+    /// Akka's name of the message, for the trace.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Msg::User(_) => "User",
+            Msg::Register { .. } => "Register",
+            Msg::RegisterProxy { .. } => "RegisterProxy",
+            Msg::RegisterAck => "RegisterAck",
+            Msg::GetShardHome { .. } => "GetShardHome",
+            Msg::ShardHome { .. } => "ShardHome",
+            Msg::HostShard { .. } => "HostShard",
+            Msg::ShardStarted { .. } => "ShardStarted",
+            Msg::BeginHandOff { .. } => "BeginHandOff",
+            Msg::BeginHandOffAck { .. } => "BeginHandOffAck",
+            Msg::BeginHandOffAckRelay { .. } => "BeginHandOffAckRelay",
+            Msg::HandOff { .. } => "HandOff",
+            Msg::ShardStopped { .. } => "ShardStopped",
+        }
+    }
+
+    /// The shard the message is about, if any.
+    pub fn shard(&self) -> Option<ShardId> {
+        match *self {
+            Msg::GetShardHome { shard }
+            | Msg::ShardHome { shard, .. }
+            | Msg::HostShard { shard }
+            | Msg::ShardStarted { shard }
+            | Msg::BeginHandOff { shard }
+            | Msg::BeginHandOffAck { shard, .. }
+            | Msg::BeginHandOffAckRelay { shard, .. }
+            | Msg::HandOff { shard }
+            | Msg::ShardStopped { shard } => Some(shard),
+            _ => None,
+        }
+    }
+}
+
+/// The coordinator's persisted domain events (§3.1).
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, PartialEq, Serialize)]
+#[serde(tag = "event")]
+pub enum CoordinatorEvent {
+    /// A region registered.
+    ShardRegionRegistered {
+        /// The region.
+        region: RegionRef,
+    },
+    /// A proxy registered.
+    ShardRegionProxyRegistered {
+        /// The proxy.
+        proxy: RegionRef,
+    },
+    /// A region terminated: it and its shards are forgotten.
+    ShardRegionTerminated {
+        /// The region.
+        region: RegionRef,
+    },
+    /// A proxy terminated.
+    ShardRegionProxyTerminated {
+        /// The proxy.
+        proxy: RegionRef,
+    },
+    /// A shard was allocated to a region.
+    ShardHomeAllocated {
+        /// The shard.
+        shard: ShardId,
+        /// The region.
+        region: RegionRef,
+    },
+    /// A shard was deallocated after a hand-off.
+    ShardHomeDeallocated {
+        /// The shard.
+        shard: ShardId,
+    },
+}

@@ -1,0 +1,462 @@
+//! ShardRegion (akka-sharding.md §5) with its child Shards and their entities (§6).
+//!
+//! Sans-IO: call [`Region::handle`] with the current time and one [`Input`], then apply every
+//! [`Output`](crate::protocol::Output) in order. A region runs in hosting mode, or proxy-only
+//! mode (§5.6) where it routes and buffers but never hosts shards.
+//!
+//! Modelling choices (documented deviations of granularity, not of behaviour):
+//! - A Shard initialises synchronously (no lease, no remember-entities), so `ShardInitialized`
+//!   happens inside the `HostShard`/`ShardHome(self)` handler and the shard's buffer is delivered
+//!   right then (§5.3).
+//! - Entities process a message synchronously, so the hand-off stop message stops them at once
+//!   and `ShardStopped` is sent in the `HandOff` handler (§7 t5-t6 collapsed).
+
+use crate::ids::{EntityId, RegionRef, ShardId};
+use crate::protocol::entity::{Entity, EntityFactory, ShardExtractor};
+use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
+use crate::protocol::{
+    Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, StopReason,
+    Timer,
+};
+use crate::time::{Duration, Instant};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// One hosted shard and its live entities.
+pub struct Shard {
+    entities: BTreeMap<EntityId, Box<dyn Entity>>,
+}
+
+impl Shard {
+    /// Ids of the live entities.
+    pub fn entity_ids(&self) -> impl Iterator<Item = EntityId> + '_ {
+        self.entities.keys().copied()
+    }
+}
+
+/// Shared, immutable configuration of every region in a run.
+pub struct RegionConfig {
+    /// Akka settings.
+    pub settings: Settings,
+    /// Named protocol options.
+    pub options: ProtocolOptions,
+    /// The application's shard extractor.
+    pub extractor: Arc<dyn ShardExtractor>,
+    /// The application's entities.
+    pub factory: Arc<dyn EntityFactory>,
+}
+
+/// A ShardRegion actor.
+pub struct Region {
+    me: RegionRef,
+    hosting: bool,
+    cfg: Arc<RegionConfig>,
+    /// Members that may run the coordinator, oldest first (§5.1 `membersByAge`).
+    members_by_age: Vec<Member>,
+    coordinator: Option<Addr>,
+    register_backoff: Duration,
+    region_by_shard: BTreeMap<ShardId, RegionRef>,
+    shards: BTreeMap<ShardId, Shard>,
+    buffers: BTreeMap<ShardId, VecDeque<Envelope>>,
+    buffered_total: usize,
+}
+
+impl Region {
+    /// A new region; call [`Region::start`] next.
+    pub fn new(me: RegionRef, hosting: bool, cfg: Arc<RegionConfig>) -> Self {
+        let register_backoff = cfg.settings.register_backoff_start();
+        Region {
+            me,
+            hosting,
+            cfg,
+            members_by_age: Vec::new(),
+            coordinator: None,
+            register_backoff,
+            region_by_shard: BTreeMap::new(),
+            shards: BTreeMap::new(),
+            buffers: BTreeMap::new(),
+            buffered_total: 0,
+        }
+    }
+
+    /// Start the fixed-delay Retry tick (SR:966).
+    pub fn start(&mut self, _now: Instant, out: &mut Outbox) {
+        out.set_timer(Timer::RegionRetry, self.cfg.settings.retry_interval());
+    }
+
+    /// Handle one input.
+    pub fn handle(&mut self, now: Instant, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Request(env) => self.deliver_message(env, out),
+            Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
+            Input::Timeout(Timer::RegionRetry) => self.on_retry(out),
+            Input::Timeout(Timer::RegisterRetry) => self.on_register_retry(out),
+            Input::Timeout(_) => {}
+            Input::MembersChanged(members) => self.on_members_changed(members, out),
+            Input::Persisted => {}
+        }
+    }
+
+    // ---- getters for checkers and tests ----
+
+    /// This region.
+    pub fn me(&self) -> RegionRef {
+        self.me
+    }
+    /// Whether this region hosts entities (false: proxy-only).
+    pub fn hosting(&self) -> bool {
+        self.hosting
+    }
+    /// The coordinator this region registered with.
+    pub fn coordinator(&self) -> Option<Addr> {
+        self.coordinator
+    }
+    /// Where this region believes `shard` lives.
+    pub fn home_of(&self, shard: ShardId) -> Option<RegionRef> {
+        self.region_by_shard.get(&shard).copied()
+    }
+    /// Hosted shards.
+    pub fn hosted(&self) -> impl Iterator<Item = (ShardId, &Shard)> + '_ {
+        self.shards.iter().map(|(k, v)| (*k, v))
+    }
+    /// Shards with buffered messages.
+    pub fn buffered_shards(&self) -> impl Iterator<Item = ShardId> + '_ {
+        self.buffers.keys().copied()
+    }
+    /// Messages buffered in total.
+    pub fn buffered_total(&self) -> usize {
+        self.buffered_total
+    }
+
+    // ---- message handling ----
+
+    fn on_msg(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut Outbox) {
+        let _ = now;
+        match msg {
+            Msg::User(env) => self.deliver_message(env, out),
+            Msg::RegisterAck => self.on_register_ack(from, out),
+            Msg::ShardHome { shard, region } => self.on_shard_home(shard, region, out),
+            Msg::HostShard { shard } => self.on_host_shard(from, shard, out),
+            Msg::BeginHandOff { shard } => self.on_begin_hand_off(from, shard, out),
+            Msg::BeginHandOffAckRelay {
+                shard,
+                region,
+                coordinator,
+            } => {
+                // Protocol option handoff-ack-via-owner: every message `region` forwarded to us
+                // before this relay has been processed (FIFO per link); pass the ack on.
+                out.send(coordinator, Msg::BeginHandOffAck { shard, region });
+            }
+            Msg::HandOff { shard } => self.on_hand_off(from, shard, out),
+            // Messages for the coordinator that reached a region are dead letters.
+            Msg::Register { .. }
+            | Msg::RegisterProxy { .. }
+            | Msg::GetShardHome { .. }
+            | Msg::ShardStarted { .. }
+            | Msg::BeginHandOffAck { .. }
+            | Msg::ShardStopped { .. } => {}
+        }
+    }
+
+    /// `deliverMessage` (SR:1349-1397).
+    fn deliver_message(&mut self, env: Envelope, out: &mut Outbox) {
+        let shard = self.cfg.extractor.shard_id(env.entity);
+        match self.region_by_shard.get(&shard).copied() {
+            Some(r) if r == self.me => {
+                if self.buffers.contains_key(&shard) {
+                    // Keep order: append behind the buffer, then deliver the whole buffer.
+                    self.buffer(shard, env, out);
+                    self.deliver_buffer_locally(shard, out);
+                } else {
+                    self.ensure_shard(shard, out);
+                    self.deliver_to_shard(shard, env, out);
+                }
+            }
+            Some(r) => out.send(Addr::region(r), Msg::User(env)),
+            None => {
+                if !self.buffers.contains_key(&shard) {
+                    if let Some(c) = self.coordinator {
+                        out.send(c, Msg::GetShardHome { shard });
+                    }
+                }
+                self.buffer(shard, env, out);
+            }
+        }
+    }
+
+    /// `bufferMessage` with the total `buffer-size` limit (SR:1281-1305).
+    fn buffer(&mut self, shard: ShardId, env: Envelope, out: &mut Outbox) {
+        if self.buffered_total >= self.cfg.settings.buffer_size {
+            out.observe(Observation::Dropped {
+                env,
+                reason: DropReason::BufferFull,
+            });
+            return;
+        }
+        self.buffers.entry(shard).or_default().push_back(env);
+        self.buffered_total += 1;
+    }
+
+    fn take_buffer(&mut self, shard: ShardId) -> VecDeque<Envelope> {
+        let mut buf = self.buffers.remove(&shard).unwrap_or_default();
+        self.buffered_total -= buf.len();
+        match self.cfg.options.mutation {
+            Mutation::BufferOutOfOrder if buf.len() > 1 => {
+                buf.make_contiguous().reverse();
+            }
+            Mutation::BufferDuplicate if !buf.is_empty() => {
+                let first = buf[0];
+                buf.push_back(first);
+            }
+            _ => {}
+        }
+        buf
+    }
+
+    fn deliver_buffer_locally(&mut self, shard: ShardId, out: &mut Outbox) {
+        let buf = self.take_buffer(shard);
+        if buf.is_empty() {
+            return;
+        }
+        self.ensure_shard(shard, out);
+        for env in buf {
+            self.deliver_to_shard(shard, env, out);
+        }
+    }
+
+    /// `getShard` (SR:1399-1437): create the Shard child if absent. Proxies never host.
+    fn ensure_shard(&mut self, shard: ShardId, out: &mut Outbox) -> bool {
+        if self.shards.contains_key(&shard) {
+            return true;
+        }
+        if !self.hosting {
+            return false;
+        }
+        self.shards.insert(
+            shard,
+            Shard {
+                entities: BTreeMap::new(),
+            },
+        );
+        out.observe(Observation::ShardHosted(shard));
+        true
+    }
+
+    /// Shard `deliverMessage` (SH:1073-1149), remember-entities off: start the entity on its
+    /// first message, then deliver.
+    fn deliver_to_shard(&mut self, shard: ShardId, env: Envelope, out: &mut Outbox) {
+        let Some(s) = self.shards.get_mut(&shard) else {
+            out.observe(Observation::Dropped {
+                env,
+                reason: DropReason::ProxyHostShard,
+            });
+            return;
+        };
+        let entity = s.entities.entry(env.entity).or_insert_with(|| {
+            out.observe(Observation::EntityStarted {
+                entity: env.entity,
+                shard,
+            });
+            self.cfg.factory.create(env.entity)
+        });
+        entity.receive(&env);
+        out.observe(Observation::Delivered(env));
+    }
+
+    /// Stop every entity of a hosted shard and forget the shard.
+    fn stop_shard(&mut self, shard: ShardId, reason: StopReason, out: &mut Outbox) {
+        if let Some(s) = self.shards.remove(&shard) {
+            for entity in s.entities.keys() {
+                out.observe(Observation::EntityStopped {
+                    entity: *entity,
+                    reason,
+                });
+            }
+            out.observe(Observation::ShardUnhosted(shard));
+        }
+    }
+
+    fn on_register_ack(&mut self, from: Addr, out: &mut Outbox) {
+        // SR:915-919: watch the coordinator, stop the back-off, ask for every buffered shard.
+        self.coordinator = Some(from);
+        out.cancel_timer(Timer::RegisterRetry);
+        self.request_shard_buffer_homes(out);
+    }
+
+    fn request_shard_buffer_homes(&mut self, out: &mut Outbox) {
+        if let Some(c) = self.coordinator {
+            for shard in self.buffers.keys() {
+                out.send(c, Msg::GetShardHome { shard: *shard });
+            }
+        }
+    }
+
+    /// `receiveShardHome` (SR:1095-1114).
+    fn on_shard_home(&mut self, shard: ShardId, region: RegionRef, out: &mut Outbox) {
+        if self.region_by_shard.get(&shard) == Some(&self.me) && region != self.me {
+            // Akka throws IllegalStateException("Unexpected change of shard from self to R"),
+            // and the region restarts: every local shard and entity is killed, buffers lost.
+            self.restart(out);
+            return;
+        }
+        self.region_by_shard.insert(shard, region);
+        if region == self.me {
+            if self.ensure_shard(shard, out) {
+                self.deliver_buffer_locally(shard, out);
+            } else {
+                self.drop_buffer(shard, DropReason::ProxyHostShard, out);
+            }
+        } else {
+            let buf = self.take_buffer(shard);
+            for env in buf {
+                out.send(Addr::region(region), Msg::User(env));
+            }
+        }
+    }
+
+    /// `HostShard` (§5.4): record, create the shard (initialised at once), deliver its buffer,
+    /// reply `ShardStarted`.
+    fn on_host_shard(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
+        if !self.hosting {
+            // Akka: IllegalStateException in a proxy; the coordinator never allocates to one.
+            return;
+        }
+        self.region_by_shard.insert(shard, self.me);
+        self.ensure_shard(shard, out);
+        self.deliver_buffer_locally(shard, out);
+        out.send(from, Msg::ShardStarted { shard });
+    }
+
+    /// `BeginHandOff` (§5.4): forget the home so new messages buffer; ack (even for a shard
+    /// this region never knew).
+    fn on_begin_hand_off(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
+        let previous = self.region_by_shard.remove(&shard);
+        match previous {
+            Some(owner) if self.cfg.options.handoff_ack_via_owner && owner != self.me => {
+                out.send(
+                    Addr::region(owner),
+                    Msg::BeginHandOffAckRelay {
+                        shard,
+                        region: self.me,
+                        coordinator: from,
+                    },
+                );
+            }
+            _ => out.send(
+                from,
+                Msg::BeginHandOffAck {
+                    shard,
+                    region: self.me,
+                },
+            ),
+        }
+    }
+
+    /// `HandOff` (§5.4, SR:936-962): drop what was buffered since BeginHandOff ("to avoid
+    /// re-ordering"), stop the shard's entities, reply `ShardStopped` (also for a shard this
+    /// region does not host).
+    fn on_hand_off(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
+        self.drop_buffer(shard, DropReason::HandOffBuffer, out);
+        self.stop_shard(shard, StopReason::HandOff, out);
+        out.send(from, Msg::ShardStopped { shard });
+    }
+
+    fn drop_buffer(&mut self, shard: ShardId, reason: DropReason, out: &mut Outbox) {
+        if let Some(buf) = self.buffers.remove(&shard) {
+            self.buffered_total -= buf.len();
+            for env in buf {
+                out.observe(Observation::Dropped { env, reason });
+            }
+        }
+    }
+
+    /// Region restart after an exception: default `preRestart` stops every child, so every
+    /// shard and entity dies and every buffer is lost; the region then registers again.
+    fn restart(&mut self, out: &mut Outbox) {
+        out.observe(Observation::RegionRestarted);
+        let shards: Vec<ShardId> = self.shards.keys().copied().collect();
+        for s in shards {
+            self.stop_shard(s, StopReason::RegionRestart, out);
+        }
+        let shards: Vec<ShardId> = self.buffers.keys().copied().collect();
+        for s in shards {
+            self.drop_buffer(s, DropReason::RegionRestart, out);
+        }
+        self.region_by_shard.clear();
+        self.coordinator = None;
+        self.start_registration(out);
+    }
+
+    fn on_retry(&mut self, out: &mut Outbox) {
+        // SR:966-984
+        if self.coordinator.is_none() {
+            self.register(out);
+        } else {
+            self.request_shard_buffer_homes(out);
+        }
+        out.set_timer(Timer::RegionRetry, self.cfg.settings.retry_interval());
+    }
+
+    fn on_register_retry(&mut self, out: &mut Outbox) {
+        // SR:1167-1184: exponential back-off while below retry-interval.
+        if self.coordinator.is_none() {
+            self.register(out);
+            self.schedule_register_retry(out);
+        }
+    }
+
+    fn schedule_register_retry(&mut self, out: &mut Outbox) {
+        if self.register_backoff < self.cfg.settings.retry_interval() {
+            out.set_timer(Timer::RegisterRetry, self.register_backoff);
+            self.register_backoff = self.register_backoff.mul(2);
+        }
+    }
+
+    fn start_registration(&mut self, out: &mut Outbox) {
+        // §5.1: immediate register(), then RegisterRetry at 250 ms, 500 ms, 1 s.
+        self.register_backoff = self.cfg.settings.register_backoff_start();
+        self.register(out);
+        self.schedule_register_retry(out);
+    }
+
+    /// Send `Register` (or `RegisterProxy`) to the oldest members up to and including the
+    /// first Up one (§5.1, akka#28416).
+    fn register(&mut self, out: &mut Outbox) {
+        let msg = if self.hosting {
+            Msg::Register { region: self.me }
+        } else {
+            Msg::RegisterProxy { proxy: self.me }
+        };
+        for m in &self.members_by_age {
+            out.send(Addr::coordinator(m.region()), msg);
+            if m.status == MemberStatus::Up {
+                break;
+            }
+        }
+    }
+
+    /// `changeMembers` (§5.1): keep hosting members with status Up/Leaving/Exiting, by age; if
+    /// the oldest changed, forget the coordinator and register again.
+    fn on_members_changed(&mut self, members: Vec<Member>, out: &mut Outbox) {
+        let mut by_age: Vec<Member> = members
+            .into_iter()
+            .filter(|m| {
+                m.hosting
+                    && matches!(
+                        m.status,
+                        MemberStatus::Up | MemberStatus::Leaving | MemberStatus::Exiting
+                    )
+            })
+            .collect();
+        by_age.sort_by_key(|m| (m.up_number, m.node));
+        let old_head = self.members_by_age.first().map(|m| m.region());
+        let new_head = by_age.first().map(|m| m.region());
+        self.members_by_age = by_age;
+        if old_head != new_head {
+            self.coordinator = None;
+            self.start_registration(out);
+        } else if self.coordinator.is_none() {
+            self.start_registration(out);
+        }
+    }
+}

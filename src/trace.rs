@@ -1,0 +1,492 @@
+//! The trace: one event per line in JSON Lines, in the order the world applied them. Every line
+//! has `t` (simulated microseconds) and `ev`. The same typed events feed the live checkers, so a
+//! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
+
+use crate::ids::{EntityId, NodeId, SenderId, ShardId};
+use crate::protocol::{CoordinatorEvent, DropReason, Msg, StopReason, Timer};
+use crate::time::Instant;
+use serde_json::{json, Value};
+use std::hash::{Hash, Hasher};
+
+/// One traced event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TraceEvent {
+    /// A node incarnation joined and is up.
+    NodeUp {
+        /// The node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+        /// Its up-number (age).
+        up_number: u32,
+    },
+    /// A node incarnation stopped; every entity on it is dead.
+    NodeDown {
+        /// The node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+        /// Why.
+        reason: String,
+    },
+    /// An entity incarnation started.
+    EntityStarted {
+        /// The entity.
+        entity: EntityId,
+        /// Its shard.
+        shard: ShardId,
+        /// Where.
+        node: NodeId,
+        /// Run-unique incarnation.
+        incarnation: u64,
+    },
+    /// An entity incarnation stopped.
+    EntityStopped {
+        /// The entity.
+        entity: EntityId,
+        /// Where.
+        node: NodeId,
+        /// The incarnation.
+        incarnation: u64,
+        /// Why.
+        reason: StopReason,
+    },
+    /// A sender handed a message to its local region.
+    Send {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// The sender's node.
+        node: NodeId,
+    },
+    /// A message reached its entity.
+    Deliver {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// Where.
+        node: NodeId,
+        /// The receiving incarnation.
+        incarnation: u64,
+    },
+    /// A user message was dropped.
+    Drop {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// Why.
+        reason: DropReason,
+        /// Where.
+        node: NodeId,
+    },
+    /// A protocol message was delivered to its actor.
+    Msg {
+        /// Sending node.
+        from: NodeId,
+        /// Receiving node.
+        to: NodeId,
+        /// `true`: to the coordinator; `false`: to the region.
+        to_coordinator: bool,
+        /// The message.
+        msg: Msg,
+    },
+    /// A message reached a node incarnation that is gone, or an actor that is not running.
+    DeadLetter {
+        /// Sending node.
+        from: NodeId,
+        /// Receiving node.
+        to: NodeId,
+        /// The message.
+        msg: Msg,
+    },
+    /// A timer fired.
+    Timer {
+        /// Where.
+        node: NodeId,
+        /// Which.
+        timer: Timer,
+    },
+    /// The coordinator's journal write completed.
+    Persisted {
+        /// The coordinator's node.
+        node: NodeId,
+        /// The event.
+        event: CoordinatorEvent,
+    },
+    /// A coordinator started on a node after replaying the journal.
+    CoordinatorStarted {
+        /// Where.
+        node: NodeId,
+        /// Events replayed.
+        replayed: usize,
+    },
+    /// A region started hosting a shard.
+    ShardHosted {
+        /// Shard.
+        shard: ShardId,
+        /// Where.
+        node: NodeId,
+    },
+    /// A region stopped hosting a shard.
+    ShardUnhosted {
+        /// Shard.
+        shard: ShardId,
+        /// Where.
+        node: NodeId,
+    },
+    /// The coordinator allocated a shard.
+    ShardAllocated {
+        /// Shard.
+        shard: ShardId,
+        /// To this node's region.
+        node: NodeId,
+    },
+    /// A hand-off began.
+    RebalanceStarted {
+        /// Shard.
+        shard: ShardId,
+        /// From this node's region.
+        from: NodeId,
+    },
+    /// A hand-off ended.
+    RebalanceDone {
+        /// Shard.
+        shard: ShardId,
+        /// False on handoff-timeout.
+        ok: bool,
+    },
+    /// A region restarted after an exception.
+    RegionRestarted {
+        /// Where.
+        node: NodeId,
+    },
+    /// An invariant broke.
+    Violation {
+        /// Which.
+        invariant: String,
+        /// What happened.
+        detail: String,
+    },
+}
+
+fn reason_str<T: serde::Serialize>(r: &T) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
+}
+
+fn msg_json(m: &Msg, v: &mut serde_json::Map<String, Value>) {
+    v.insert("msg".into(), json!(m.name()));
+    if let Some(s) = m.shard() {
+        v.insert("shard".into(), json!(s.to_string()));
+    }
+    match m {
+        Msg::User(e) => {
+            v.insert("sender".into(), json!(e.sender.to_string()));
+            v.insert("entity".into(), json!(e.entity.to_string()));
+            v.insert("seq".into(), json!(e.seq));
+        }
+        Msg::ShardHome { region, .. } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        Msg::Register { region } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        Msg::RegisterProxy { proxy } => {
+            v.insert("region".into(), json!(proxy.node.0));
+        }
+        Msg::BeginHandOffAck { region, .. } | Msg::BeginHandOffAckRelay { region, .. } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        _ => {}
+    }
+}
+
+impl TraceEvent {
+    /// The `ev` field.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TraceEvent::NodeUp { .. } => "node_up",
+            TraceEvent::NodeDown { .. } => "node_down",
+            TraceEvent::EntityStarted { .. } => "entity_started",
+            TraceEvent::EntityStopped { .. } => "entity_stopped",
+            TraceEvent::Send { .. } => "send",
+            TraceEvent::Deliver { .. } => "deliver",
+            TraceEvent::Drop { .. } => "drop",
+            TraceEvent::Msg { .. } => "msg",
+            TraceEvent::DeadLetter { .. } => "dead_letter",
+            TraceEvent::Timer { .. } => "timer",
+            TraceEvent::Persisted { .. } => "persisted",
+            TraceEvent::CoordinatorStarted { .. } => "coordinator_started",
+            TraceEvent::ShardHosted { .. } => "shard_hosted",
+            TraceEvent::ShardUnhosted { .. } => "shard_unhosted",
+            TraceEvent::ShardAllocated { .. } => "shard_allocated",
+            TraceEvent::RebalanceStarted { .. } => "rebalance_started",
+            TraceEvent::RebalanceDone { .. } => "rebalance_done",
+            TraceEvent::RegionRestarted { .. } => "region_restarted",
+            TraceEvent::Violation { .. } => "violation",
+        }
+    }
+
+    /// One JSON line (without the newline).
+    pub fn to_json(&self, t: Instant) -> String {
+        let mut v = serde_json::Map::new();
+        v.insert("t".into(), json!(t.0));
+        v.insert("ev".into(), json!(self.kind()));
+        let mut put = |k: &str, x: Value| {
+            v.insert(k.into(), x);
+        };
+        match self {
+            TraceEvent::NodeUp {
+                node,
+                incarnation,
+                up_number,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("up_number", json!(up_number));
+            }
+            TraceEvent::NodeDown {
+                node,
+                incarnation,
+                reason,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("reason", json!(reason));
+            }
+            TraceEvent::EntityStarted {
+                entity,
+                shard,
+                node,
+                incarnation,
+            } => {
+                put("entity", json!(entity.to_string()));
+                put("shard", json!(shard.to_string()));
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+            }
+            TraceEvent::EntityStopped {
+                entity,
+                node,
+                incarnation,
+                reason,
+            } => {
+                put("entity", json!(entity.to_string()));
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("reason", reason_str(reason));
+            }
+            TraceEvent::Send {
+                sender,
+                entity,
+                seq,
+                node,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("node", json!(node.0));
+            }
+            TraceEvent::Deliver {
+                sender,
+                entity,
+                seq,
+                node,
+                incarnation,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+            }
+            TraceEvent::Drop {
+                sender,
+                entity,
+                seq,
+                reason,
+                node,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("reason", reason_str(reason));
+                put("node", json!(node.0));
+            }
+            TraceEvent::Msg {
+                from,
+                to,
+                to_coordinator,
+                msg,
+            } => {
+                put("from", json!(from.0));
+                put("to", json!(to.0));
+                put(
+                    "actor",
+                    json!(if *to_coordinator {
+                        "coordinator"
+                    } else {
+                        "region"
+                    }),
+                );
+                msg_json(msg, &mut v);
+            }
+            TraceEvent::DeadLetter { from, to, msg } => {
+                put("from", json!(from.0));
+                put("to", json!(to.0));
+                msg_json(msg, &mut v);
+            }
+            TraceEvent::Timer { node, timer } => {
+                put("node", json!(node.0));
+                let (name, shard) = match timer {
+                    Timer::RegionRetry => ("Retry", None),
+                    Timer::RegisterRetry => ("RegisterRetry", None),
+                    Timer::RebalanceTick => ("RebalanceTick", None),
+                    Timer::ResendShardHost(s) => ("ResendShardHost", Some(*s)),
+                    Timer::HandOffTimeout(s) => ("HandOffTimeout", Some(*s)),
+                    Timer::StateInitialized => ("StateInitialized", None),
+                };
+                put("timer", json!(name));
+                if let Some(s) = shard {
+                    put("shard", json!(s.to_string()));
+                }
+            }
+            TraceEvent::Persisted { node, event } => {
+                put("node", json!(node.0));
+                put("event", serde_json::to_value(event).unwrap_or(Value::Null));
+            }
+            TraceEvent::CoordinatorStarted { node, replayed } => {
+                put("node", json!(node.0));
+                put("replayed", json!(replayed));
+            }
+            TraceEvent::ShardHosted { shard, node } | TraceEvent::ShardUnhosted { shard, node } => {
+                put("shard", json!(shard.to_string()));
+                put("node", json!(node.0));
+            }
+            TraceEvent::ShardAllocated { shard, node } => {
+                put("shard", json!(shard.to_string()));
+                put("node", json!(node.0));
+            }
+            TraceEvent::RebalanceStarted { shard, from } => {
+                put("shard", json!(shard.to_string()));
+                put("from", json!(from.0));
+            }
+            TraceEvent::RebalanceDone { shard, ok } => {
+                put("shard", json!(shard.to_string()));
+                put("ok", json!(ok));
+            }
+            TraceEvent::RegionRestarted { node } => put("node", json!(node.0)),
+            TraceEvent::Violation { invariant, detail } => {
+                put("invariant", json!(invariant));
+                put("detail", json!(detail));
+            }
+        }
+        Value::Object(v).to_string()
+    }
+}
+
+/// What the tracer keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceMode {
+    /// Nothing (fastest; the default for campaigns).
+    Off,
+    /// A running hash of every event (determinism checks).
+    Hash,
+    /// Every event, plus the hash.
+    Full,
+}
+
+/// FNV-1a, 64 bit: a fixed hasher, identical on every machine and Rust version.
+#[derive(Clone, Debug)]
+pub struct Fnv64(pub u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv64 {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.write(&n.to_le_bytes());
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write(&n.to_le_bytes());
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write(&(n as u64).to_le_bytes());
+    }
+}
+
+/// Records the trace according to its mode.
+#[derive(Debug)]
+pub struct Tracer {
+    mode: TraceMode,
+    hash: Fnv64,
+    events: Vec<(Instant, TraceEvent)>,
+}
+
+impl Tracer {
+    /// A tracer in `mode`.
+    pub fn new(mode: TraceMode) -> Self {
+        Tracer {
+            mode,
+            hash: Fnv64::default(),
+            events: Vec::new(),
+        }
+    }
+    /// Whether events are wanted at all.
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.mode != TraceMode::Off
+    }
+    /// Record one event.
+    pub fn record(&mut self, t: Instant, ev: TraceEvent) {
+        match self.mode {
+            TraceMode::Off => {}
+            TraceMode::Hash => {
+                t.0.hash(&mut self.hash);
+                ev.hash(&mut self.hash);
+            }
+            TraceMode::Full => {
+                t.0.hash(&mut self.hash);
+                ev.hash(&mut self.hash);
+                self.events.push((t, ev));
+            }
+        }
+    }
+    /// The hash of everything recorded.
+    pub fn hash(&self) -> u64 {
+        self.hash.0
+    }
+    /// The recorded events (Full mode).
+    pub fn events(&self) -> &[(Instant, TraceEvent)] {
+        &self.events
+    }
+    /// The whole trace as JSON Lines.
+    pub fn to_jsonl(&self) -> String {
+        let mut s = String::with_capacity(self.events.len() * 96);
+        for (t, e) in &self.events {
+            s.push_str(&e.to_json(*t));
+            s.push('\n');
+        }
+        s
+    }
+}
