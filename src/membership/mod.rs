@@ -1,0 +1,1138 @@
+//! Cluster membership of one node incarnation, as a sans-IO state machine: join via seeds,
+//! heartbeat failure detection, full-state gossip with a seen set, leader actions under
+//! convergence, and the downing providers (none, auto-down, split-brain resolver).
+//!
+//! Modelled on Akka's `ClusterCoreDaemon`, `Gossip`, `Reachability`, `ClusterHeartbeat` and
+//! `SplitBrainResolver`, simplified: the whole gossip state is pushed to every reachable member
+//! each `gossip-interval`, and convergence is a seen set over identical gossip contents instead
+//! of vector clocks. Everything is deterministic given the inputs: no clock, no randomness, no
+//! hashing.
+
+use crate::ids::{NodeId, NodeInc};
+use crate::protocol::{Member, MemberStatus};
+use crate::time::{Duration, Instant};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+#[cfg(test)]
+mod tests;
+
+/// Milliseconds as a `Duration`, saturating (configuration values are not trusted).
+fn ms(v: u64) -> Duration {
+    Duration(v.saturating_mul(1_000))
+}
+
+/// One node incarnation (Akka's `UniqueAddress`): a restarted node has a new `inc`.
+#[derive(
+    Clone, Copy, Debug, Default, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize,
+)]
+pub struct NodeAddr {
+    /// The node.
+    pub node: NodeId,
+    /// Its incarnation.
+    pub inc: NodeInc,
+}
+
+impl fmt::Display for NodeAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}", self.node.0, self.inc.0)
+    }
+}
+
+/// The split-brain resolver strategies (Akka `akka.cluster.split-brain-resolver.active-strategy`).
+#[derive(Clone, Debug, Deserialize, Eq, PartialEq, Serialize)]
+// No `deny_unknown_fields` here or on `DowningProvider`: serde does not support it together
+// with `flatten`.
+#[serde(
+    tag = "strategy",
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
+pub enum SbrStrategy {
+    /// The side with more than half of the members survives; on a tie the side with the lowest
+    /// address survives.
+    KeepMajority,
+    /// The side with the oldest member (lowest up-number) survives.
+    KeepOldest {
+        /// If the oldest is alone on its side (and the other side has more than one member),
+        /// the oldest is downed instead.
+        #[serde(default)]
+        down_if_alone: bool,
+    },
+    /// A side with at least `quorum_size` members survives.
+    StaticQuorum {
+        /// Minimum number of members a side needs to survive.
+        quorum_size: u32,
+    },
+    /// Every member is downed.
+    DownAll,
+}
+
+/// How unreachable members get downed (Akka's `downing-provider-class`).
+#[derive(Clone, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(
+    tag = "provider",
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
+pub enum DowningProvider {
+    /// No automatic downing: only operator [`MInput::DownCommand`].
+    #[default]
+    None,
+    /// The leader of each side downs members unreachable for `after_ms` (Akka's removed
+    /// `auto-down-unreachable-after`): unsafe, a partition yields two clusters.
+    AutoDown {
+        /// How long a member must be unreachable before it is downed.
+        after_ms: u64,
+    },
+    /// Akka's split-brain resolver.
+    SplitBrainResolver {
+        /// The strategy.
+        #[serde(flatten)]
+        strategy: SbrStrategy,
+        /// How long reachability must be unchanged before deciding (`stable-after`).
+        stable_after_ms: u64,
+        /// How long the surviving side waits before removing downed members
+        /// (`down-removal-margin`).
+        down_removal_margin_ms: u64,
+    },
+}
+
+/// Membership settings; defaults are Akka's.
+#[derive(Clone, Debug, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct MembershipConfig {
+    /// Heartbeat period to every other member (`failure-detector.heartbeat-interval`).
+    pub heartbeat_interval_ms: u64,
+    /// Silence after which a member is unreachable (`failure-detector.acceptable-heartbeat-pause`).
+    pub acceptable_heartbeat_pause_ms: u64,
+    /// Gossip and leader-action period (`gossip-interval`, `leader-actions-interval`).
+    pub gossip_interval_ms: u64,
+    /// The downing provider.
+    pub downing: DowningProvider,
+}
+
+impl Default for MembershipConfig {
+    fn default() -> Self {
+        MembershipConfig {
+            heartbeat_interval_ms: 1000,
+            acceptable_heartbeat_pause_ms: 3000,
+            gossip_interval_ms: 1000,
+            downing: DowningProvider::None,
+        }
+    }
+}
+
+/// One member in the gossip state.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct GossipMember {
+    /// Akka's `upNumber`, 0 until the leader moves it to Up.
+    pub up_number: u32,
+    /// Its status; merged by taking the maximum (Akka's status precedence).
+    pub status: MemberStatus,
+    /// Whether it hosts entities.
+    pub hosting: bool,
+    /// Why it was downed, if it was (shown in the downed node's `Shutdown`).
+    pub down_reason: Option<String>,
+}
+
+/// One reachability observation (Akka's `Reachability.Record`); only its observer writes it.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+pub struct ReachRecord {
+    /// The observer's version counter; the higher version wins in a merge.
+    pub version: u64,
+    /// Whether the observer sees the subject as unreachable.
+    pub unreachable: bool,
+}
+
+/// The replicated membership state (Akka's `Gossip`). Removed members stay as tombstones so a
+/// merge never resurrects them.
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct GossipState {
+    /// Every member ever known, Removed ones included.
+    pub members: BTreeMap<NodeAddr, GossipMember>,
+    /// (observer, subject) → observation.
+    pub reachability: BTreeMap<(NodeAddr, NodeAddr), ReachRecord>,
+    /// The members that have seen exactly this content (Akka's `seen` set).
+    pub seen: BTreeSet<NodeAddr>,
+}
+
+impl GossipState {
+    fn same_content(&self, o: &GossipState) -> bool {
+        self.members == o.members && self.reachability == o.reachability
+    }
+
+    /// Merge the contents (members and reachability); a join-semilattice, so commutative,
+    /// associative and idempotent. The seen set is handled by the caller.
+    fn merge_content(&mut self, o: &GossipState) {
+        for (a, m) in &o.members {
+            match self.members.get_mut(a) {
+                None => {
+                    self.members.insert(*a, m.clone());
+                }
+                Some(x) => {
+                    // Akka `Member.highestPriorityOf`: Removed > Down > Exiting > Leaving > Up
+                    // > Joining, i.e. the derived order of `MemberStatus`.
+                    x.status = x.status.max(m.status);
+                    x.up_number = x.up_number.max(m.up_number);
+                    x.hosting |= m.hosting;
+                    x.down_reason = x.down_reason.clone().max(m.down_reason.clone());
+                }
+            }
+        }
+        for (k, r) in &o.reachability {
+            let e = self.reachability.entry(*k).or_insert(*r);
+            *e = (*e).max(*r);
+        }
+        self.prune();
+    }
+
+    /// Akka drops the reachability records of removed members.
+    fn prune(&mut self) {
+        let removed: BTreeSet<NodeAddr> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.status == MemberStatus::Removed)
+            .map(|(a, _)| *a)
+            .collect();
+        self.reachability
+            .retain(|(o, s), _| !removed.contains(o) && !removed.contains(s));
+    }
+
+    fn status(&self, a: NodeAddr) -> Option<MemberStatus> {
+        self.members.get(&a).map(|m| m.status)
+    }
+
+    /// Members unreachable according to any observer that is not Down or Removed (Akka's
+    /// `reachabilityExcludingDownedObservers`), Removed members excluded.
+    fn unreachable(&self) -> BTreeSet<NodeAddr> {
+        self.reachability
+            .iter()
+            .filter(|((o, s), r)| {
+                r.unreachable
+                    && matches!(
+                        self.status(*o),
+                        Some(st) if st < MemberStatus::Down
+                    )
+                    && matches!(self.status(*s), Some(st) if st != MemberStatus::Removed)
+            })
+            .map(|((_, s), _)| *s)
+            .collect()
+    }
+}
+
+/// The membership messages between nodes. Plain data.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum MMsg {
+    /// A node asks to join (sent to seeds until welcomed).
+    Join {
+        /// Whether the joiner hosts entities.
+        hosting: bool,
+    },
+    /// Reply to `Join`: the joiner is now a Joining member of this state.
+    Welcome {
+        /// The current state.
+        gossip: GossipState,
+    },
+    /// Failure-detector heartbeat.
+    Heartbeat,
+    /// Reply to `Heartbeat`.
+    HeartbeatRsp,
+    /// Full state push.
+    Gossip {
+        /// The sender's state.
+        gossip: GossipState,
+    },
+}
+
+/// The membership timers of one node. Re-setting a timer replaces it.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub enum MTimer {
+    /// Gossip push, leader actions and downing checks.
+    GossipTick,
+    /// Send heartbeats and check the failure detector.
+    HeartbeatTick,
+    /// Resend `Join` to the seeds.
+    JoinRetry,
+}
+
+/// Everything the membership can be told.
+#[derive(Clone, Debug)]
+pub enum MInput {
+    /// Start the node: join via the seeds, or form a new cluster when `seeds` holds nobody else.
+    Start {
+        /// Seed nodes to send `Join` to.
+        seeds: Vec<NodeAddr>,
+    },
+    /// A message arrived.
+    Deliver {
+        /// The sender.
+        from: NodeAddr,
+        /// The message.
+        msg: MMsg,
+    },
+    /// A timer fired.
+    Timeout(MTimer),
+    /// Leave the cluster gracefully.
+    Leave,
+    /// The operator downs a member from this node.
+    DownCommand(NodeAddr),
+}
+
+/// Something observable for the trace.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum MembershipEvent {
+    /// This node's failure detector marked `subject` unreachable.
+    Unreachable {
+        /// This node.
+        observer: NodeAddr,
+        /// The silent member.
+        subject: NodeAddr,
+    },
+    /// This node's failure detector marked `subject` reachable again.
+    Reachable {
+        /// This node.
+        observer: NodeAddr,
+        /// The member heard from again.
+        subject: NodeAddr,
+    },
+    /// The status of a member changed in this node's view.
+    StatusChanged {
+        /// The member.
+        node: NodeAddr,
+        /// Its new status.
+        status: MemberStatus,
+    },
+    /// This node, as leader, applied a downing decision.
+    DowningDecision {
+        /// `auto-down` or `sbr-<strategy>`.
+        provider: String,
+        /// Human-readable decision.
+        decision: String,
+        /// The members marked Down.
+        downed: Vec<NodeAddr>,
+    },
+    /// The leader in this node's view changed.
+    LeaderChanged {
+        /// The new leader.
+        leader: Option<NodeAddr>,
+    },
+}
+
+/// Everything the membership asks its environment to do.
+#[derive(Clone, Debug)]
+pub enum MOutput {
+    /// Send a message.
+    Send {
+        /// The recipient.
+        to: NodeAddr,
+        /// The message.
+        msg: MMsg,
+    },
+    /// Set (or replace) a timer.
+    SetTimer {
+        /// The timer.
+        timer: MTimer,
+        /// Delay from now.
+        after: Duration,
+    },
+    /// Cancel a timer.
+    CancelTimer(MTimer),
+    /// The members (Removed excluded, oldest first) or a status changed.
+    MembersChanged(Vec<Member>),
+    /// This node must stop; emitted once, after which every input is ignored.
+    Shutdown {
+        /// `left`, `downed`, `removed`, `sbr: ...`, ...
+        reason: String,
+    },
+    /// An observation for the trace.
+    Observe(MembershipEvent),
+}
+
+/// The cluster membership of one node incarnation.
+#[derive(Clone, Debug)]
+pub struct Membership {
+    me: NodeAddr,
+    hosting: bool,
+    cfg: MembershipConfig,
+    started: bool,
+    joined: bool,
+    stopped: bool,
+    seeds: Vec<NodeAddr>,
+    gossip: GossipState,
+    /// Content changed locally or by a merge since the last broadcast.
+    dirty: bool,
+    /// This node's own reachability version counter.
+    reach_version: u64,
+    /// Failure detector: last heartbeat response per monitored member.
+    last_heard: BTreeMap<NodeAddr, Instant>,
+    /// When each member was first seen Down here (for the removal margin).
+    down_seen_at: BTreeMap<NodeAddr, Instant>,
+    /// Since when each member has been unreachable (for auto-down).
+    unreachable_since: BTreeMap<NodeAddr, Instant>,
+    /// Last change of the unreachable set or the member set (for SBR `stable-after`).
+    stable_since: Instant,
+    last_unstable_key: (BTreeSet<NodeAddr>, BTreeSet<NodeAddr>),
+    last_members: Vec<Member>,
+    last_status: BTreeMap<NodeAddr, MemberStatus>,
+    last_leader: Option<NodeAddr>,
+}
+
+impl Membership {
+    /// A node incarnation that has not started yet.
+    pub fn new(me: NodeAddr, hosting: bool, cfg: MembershipConfig) -> Self {
+        Membership {
+            me,
+            hosting,
+            cfg,
+            started: false,
+            joined: false,
+            stopped: false,
+            seeds: Vec::new(),
+            gossip: GossipState::default(),
+            dirty: false,
+            reach_version: 0,
+            last_heard: BTreeMap::new(),
+            down_seen_at: BTreeMap::new(),
+            unreachable_since: BTreeMap::new(),
+            stable_since: Instant::ZERO,
+            last_unstable_key: (BTreeSet::new(), BTreeSet::new()),
+            last_members: Vec::new(),
+            last_status: BTreeMap::new(),
+            last_leader: None,
+        }
+    }
+
+    /// This node's address.
+    pub fn me(&self) -> NodeAddr {
+        self.me
+    }
+
+    /// The current members, Removed excluded, sorted by (up-number, node): oldest first,
+    /// Joining members (up-number `u32::MAX`, Akka's `Int.MaxValue`) last.
+    pub fn members(&self) -> Vec<Member> {
+        let mut v: Vec<Member> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(_, m)| m.status != MemberStatus::Removed)
+            .map(|(a, m)| Member {
+                node: a.node,
+                inc: a.inc,
+                up_number: if m.up_number == 0 {
+                    u32::MAX
+                } else {
+                    m.up_number
+                },
+                status: m.status,
+                hosting: m.hosting,
+            })
+            .collect();
+        v.sort_by_key(|m| (m.up_number, m.node, m.inc));
+        v
+    }
+
+    /// Members unreachable according to any live observer in this node's view.
+    pub fn unreachable(&self) -> BTreeSet<NodeAddr> {
+        self.gossip.unreachable()
+    }
+
+    /// The leader in this node's view (Akka `Gossip.leaderOf`).
+    pub fn leader(&self) -> Option<NodeAddr> {
+        if !self.joined {
+            return None;
+        }
+        let unreachable = self.gossip.unreachable();
+        // Akka: candidates are members not Down/Removed that are reachable (or self); the first
+        // by address with status Up or Leaving, else the lowest Joining/Exiting one.
+        let cands: Vec<(NodeAddr, MemberStatus)> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(a, m)| {
+                m.status < MemberStatus::Down && (**a == self.me || !unreachable.contains(a))
+            })
+            .map(|(a, m)| (*a, m.status))
+            .collect();
+        cands
+            .iter()
+            .find(|(_, s)| matches!(s, MemberStatus::Up | MemberStatus::Leaving))
+            .or_else(|| cands.first())
+            .map(|(a, _)| *a)
+    }
+
+    /// Whether this node is the leader in its own view.
+    pub fn is_leader(&self) -> bool {
+        self.leader() == Some(self.me)
+    }
+
+    /// This node's status in its own view (`None` before it was welcomed).
+    pub fn status_of_self(&self) -> Option<MemberStatus> {
+        self.gossip.status(self.me)
+    }
+
+    /// Whether this node has emitted `Shutdown`.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The replicated state as this node sees it.
+    pub fn gossip_state(&self) -> &GossipState {
+        &self.gossip
+    }
+
+    fn hb(&self) -> Duration {
+        ms(self.cfg.heartbeat_interval_ms)
+    }
+    fn gi(&self) -> Duration {
+        ms(self.cfg.gossip_interval_ms)
+    }
+    fn removal_margin(&self) -> Duration {
+        match self.cfg.downing {
+            // Akka: with SBR, down-removal-margin defaults to stable-after; we use the explicit one.
+            DowningProvider::SplitBrainResolver {
+                down_removal_margin_ms,
+                ..
+            } => ms(down_removal_margin_ms),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// A local change of the content: only this node has seen it.
+    fn touch(&mut self) {
+        self.gossip.seen.clear();
+        self.gossip.seen.insert(self.me);
+        self.dirty = true;
+    }
+
+    fn set_status(&mut self, a: NodeAddr, status: MemberStatus, reason: Option<String>) {
+        if let Some(m) = self.gossip.members.get_mut(&a) {
+            if status > m.status {
+                m.status = status;
+                if status == MemberStatus::Down && m.down_reason.is_none() {
+                    m.down_reason = reason;
+                }
+            }
+        }
+        self.gossip.prune();
+        self.touch();
+    }
+
+    /// Drive the state machine with one input.
+    pub fn handle(&mut self, now: Instant, input: MInput, out: &mut Vec<MOutput>) {
+        if self.stopped {
+            return;
+        }
+        match input {
+            MInput::Start { seeds } => self.on_start(now, seeds, out),
+            MInput::Deliver { from, msg } => self.on_deliver(now, from, msg, out),
+            MInput::Timeout(t) => self.on_timeout(now, t, out),
+            MInput::Leave => {
+                // Akka `Cluster.leave`: Joining/Up → Leaving, spread by gossip.
+                if matches!(
+                    self.status_of_self(),
+                    Some(MemberStatus::Joining | MemberStatus::Up)
+                ) {
+                    self.set_status(self.me, MemberStatus::Leaving, None);
+                }
+            }
+            MInput::DownCommand(a) => {
+                // Akka `Cluster.down`: any member may mark any known member Down.
+                if self.joined && matches!(self.gossip.status(a), Some(s) if s < MemberStatus::Down)
+                {
+                    self.set_status(a, MemberStatus::Down, Some("downed: operator".into()));
+                }
+            }
+        }
+        self.post(now, out);
+    }
+
+    fn on_start(&mut self, now: Instant, seeds: Vec<NodeAddr>, out: &mut Vec<MOutput>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.stable_since = now;
+        self.seeds = seeds.into_iter().filter(|s| *s != self.me).collect();
+        if self.seeds.is_empty() {
+            // Akka: the first seed joins itself and forms a new cluster.
+            self.gossip.members.insert(
+                self.me,
+                GossipMember {
+                    up_number: 0,
+                    status: MemberStatus::Joining,
+                    hosting: self.hosting,
+                    down_reason: None,
+                },
+            );
+            self.joined = true;
+            self.touch();
+        } else {
+            self.send_joins(out);
+        }
+        out.push(MOutput::SetTimer {
+            timer: MTimer::GossipTick,
+            after: self.gi(),
+        });
+        out.push(MOutput::SetTimer {
+            timer: MTimer::HeartbeatTick,
+            after: self.hb(),
+        });
+    }
+
+    fn send_joins(&mut self, out: &mut Vec<MOutput>) {
+        for s in &self.seeds {
+            out.push(MOutput::Send {
+                to: *s,
+                msg: MMsg::Join {
+                    hosting: self.hosting,
+                },
+            });
+        }
+        out.push(MOutput::SetTimer {
+            timer: MTimer::JoinRetry,
+            after: self.gi(),
+        });
+    }
+
+    fn on_timeout(&mut self, now: Instant, t: MTimer, out: &mut Vec<MOutput>) {
+        if !self.started {
+            return;
+        }
+        match t {
+            MTimer::JoinRetry => {
+                if !self.joined {
+                    self.send_joins(out);
+                }
+            }
+            MTimer::HeartbeatTick => {
+                out.push(MOutput::SetTimer {
+                    timer: MTimer::HeartbeatTick,
+                    after: self.hb(),
+                });
+                if self.joined {
+                    self.heartbeat(now, out);
+                }
+            }
+            MTimer::GossipTick => {
+                out.push(MOutput::SetTimer {
+                    timer: MTimer::GossipTick,
+                    after: self.gi(),
+                });
+                if self.joined {
+                    // Refresh the stability bookkeeping before deciding on it.
+                    self.track_unreachable(now);
+                    if self.is_leader() {
+                        self.leader_actions(now, out);
+                    }
+                    self.gossip_to_all(out);
+                    self.dirty = false;
+                }
+            }
+        }
+    }
+
+    fn heartbeat(&mut self, now: Instant, out: &mut Vec<MOutput>) {
+        let pause = ms(self.cfg.acceptable_heartbeat_pause_ms);
+        let targets: Vec<NodeAddr> = self.last_heard.keys().copied().collect();
+        for t in targets {
+            out.push(MOutput::Send {
+                to: t,
+                msg: MMsg::Heartbeat,
+            });
+            let last = self.last_heard.get(&t).copied().unwrap_or(now);
+            // Akka's phi-accrual detector with acceptable-heartbeat-pause; simplified to a
+            // plain deadline since the last response.
+            if now - last > pause && !self.observes_unreachable(t) {
+                self.record_reachability(t, true, out);
+            }
+        }
+    }
+
+    fn observes_unreachable(&self, s: NodeAddr) -> bool {
+        self.gossip
+            .reachability
+            .get(&(self.me, s))
+            .is_some_and(|r| r.unreachable)
+    }
+
+    fn record_reachability(&mut self, s: NodeAddr, unreachable: bool, out: &mut Vec<MOutput>) {
+        self.reach_version += 1;
+        self.gossip.reachability.insert(
+            (self.me, s),
+            ReachRecord {
+                version: self.reach_version,
+                unreachable,
+            },
+        );
+        self.touch();
+        let ev = if unreachable {
+            MembershipEvent::Unreachable {
+                observer: self.me,
+                subject: s,
+            }
+        } else {
+            MembershipEvent::Reachable {
+                observer: self.me,
+                subject: s,
+            }
+        };
+        out.push(MOutput::Observe(ev));
+    }
+
+    fn on_deliver(&mut self, now: Instant, from: NodeAddr, msg: MMsg, out: &mut Vec<MOutput>) {
+        if !self.started || from == self.me {
+            return;
+        }
+        // Akka quarantines removed incarnations: nothing from them is processed.
+        if self.gossip.status(from) == Some(MemberStatus::Removed) {
+            return;
+        }
+        match msg {
+            MMsg::Heartbeat => out.push(MOutput::Send {
+                to: from,
+                msg: MMsg::HeartbeatRsp,
+            }),
+            MMsg::HeartbeatRsp => {
+                if let Some(last) = self.last_heard.get_mut(&from) {
+                    *last = now;
+                    if self.observes_unreachable(from) {
+                        self.record_reachability(from, false, out);
+                    }
+                }
+            }
+            MMsg::Join { hosting } => self.on_join(from, hosting, out),
+            MMsg::Welcome { gossip } | MMsg::Gossip { gossip } => self.on_gossip(from, gossip, out),
+        }
+    }
+
+    fn on_join(&mut self, from: NodeAddr, hosting: bool, out: &mut Vec<MOutput>) {
+        if !self.joined
+            || self
+                .status_of_self()
+                .is_none_or(|s| s >= MemberStatus::Down)
+        {
+            return;
+        }
+        if let Some(st) = self.gossip.status(from) {
+            // Already a member (the Welcome was lost): welcome again. Removed never rejoin.
+            if st != MemberStatus::Removed {
+                out.push(MOutput::Send {
+                    to: from,
+                    msg: MMsg::Welcome {
+                        gossip: self.gossip.clone(),
+                    },
+                });
+            }
+            return;
+        }
+        // Akka: a new incarnation of an existing member makes the old one Down; the new one is
+        // admitted (on a retried Join) only once the old one is Removed.
+        let olds: Vec<NodeAddr> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(a, m)| a.node == from.node && m.status != MemberStatus::Removed)
+            .map(|(a, _)| *a)
+            .collect();
+        if !olds.is_empty() {
+            for o in olds {
+                if o.inc < from.inc {
+                    self.set_status(
+                        o,
+                        MemberStatus::Down,
+                        Some("downed: replaced by a new incarnation".into()),
+                    );
+                }
+            }
+            return;
+        }
+        self.gossip.members.insert(
+            from,
+            GossipMember {
+                up_number: 0,
+                status: MemberStatus::Joining,
+                hosting,
+                down_reason: None,
+            },
+        );
+        self.touch();
+        out.push(MOutput::Send {
+            to: from,
+            msg: MMsg::Welcome {
+                gossip: self.gossip.clone(),
+            },
+        });
+    }
+
+    fn on_gossip(&mut self, from: NodeAddr, incoming: GossipState, out: &mut Vec<MOutput>) {
+        // Akka ignores gossip that does not contain the receiver, or (once joined) comes from
+        // a sender it does not know.
+        if !incoming.members.contains_key(&self.me) {
+            return;
+        }
+        if self.joined && !self.gossip.members.contains_key(&from) {
+            return;
+        }
+        if !self.joined {
+            // The Welcome (or the first gossip naming us) makes us a member.
+            self.joined = true;
+            out.push(MOutput::CancelTimer(MTimer::JoinRetry));
+        }
+        let mut merged = self.gossip.clone();
+        merged.merge_content(&incoming);
+        let same_mine = merged.same_content(&self.gossip);
+        let same_theirs = merged.same_content(&incoming);
+        // Akka's seen-set merge: equal versions union the seen sets; a newer version keeps its
+        // own seen set; a merged (concurrent) version has been seen by us only.
+        merged.seen = match (same_mine, same_theirs) {
+            (true, true) => self.gossip.seen.union(&incoming.seen).copied().collect(),
+            (true, false) => self.gossip.seen.clone(),
+            (false, true) => incoming.seen.clone(),
+            (false, false) => BTreeSet::new(),
+        };
+        merged.seen.insert(self.me);
+        self.gossip = merged;
+        if !same_mine {
+            self.dirty = true;
+        }
+        // The sender is behind or has not seen that we have seen it: answer it directly.
+        if !same_theirs || !incoming.seen.contains(&self.me) {
+            out.push(MOutput::Send {
+                to: from,
+                msg: MMsg::Gossip {
+                    gossip: self.gossip.clone(),
+                },
+            });
+        }
+    }
+
+    fn gossip_to_all(&self, out: &mut Vec<MOutput>) {
+        // Akka `validNodeForGossip`: not self, not Removed, reachable from this node.
+        for (a, m) in &self.gossip.members {
+            if *a != self.me && m.status != MemberStatus::Removed && !self.observes_unreachable(*a)
+            {
+                out.push(MOutput::Send {
+                    to: *a,
+                    msg: MMsg::Gossip {
+                        gossip: self.gossip.clone(),
+                    },
+                });
+            }
+        }
+    }
+
+    /// Akka `Gossip.convergence`: every unreachable member is Down or Exiting, and every Up or
+    /// Leaving member has seen the current state.
+    fn convergence(&self) -> bool {
+        let unreachable = self.gossip.unreachable();
+        self.gossip.members.iter().all(|(a, m)| {
+            let ok_reach = !unreachable.contains(a)
+                || matches!(m.status, MemberStatus::Down | MemberStatus::Exiting);
+            let ok_seen = !matches!(m.status, MemberStatus::Up | MemberStatus::Leaving)
+                || self.gossip.seen.contains(a);
+            ok_reach && ok_seen
+        })
+    }
+
+    fn track_unreachable(&mut self, now: Instant) {
+        let unreachable: BTreeSet<NodeAddr> = self
+            .gossip
+            .unreachable()
+            .into_iter()
+            .filter(|a| matches!(self.gossip.status(*a), Some(s) if s < MemberStatus::Down))
+            .collect();
+        self.unreachable_since
+            .retain(|a, _| unreachable.contains(a));
+        for a in &unreachable {
+            self.unreachable_since.entry(*a).or_insert(now);
+        }
+        let live: BTreeSet<NodeAddr> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(_, m)| m.status < MemberStatus::Down)
+            .map(|(a, _)| *a)
+            .collect();
+        // Akka SBR: any change of membership or reachability restarts `stable-after`.
+        let key = (unreachable, live);
+        if key != self.last_unstable_key {
+            self.last_unstable_key = key;
+            self.stable_since = now;
+        }
+    }
+
+    fn leader_actions(&mut self, now: Instant, out: &mut Vec<MOutput>) {
+        self.downing(now, out);
+        if self.stopped
+            || self
+                .status_of_self()
+                .is_none_or(|s| s >= MemberStatus::Down)
+        {
+            return;
+        }
+        // Akka: a newer incarnation of a node makes the older one Down.
+        let addrs: Vec<NodeAddr> = self.gossip.members.keys().copied().collect();
+        for a in &addrs {
+            let newer = addrs.iter().any(|b| {
+                b.node == a.node
+                    && b.inc > a.inc
+                    && self.gossip.status(*b) != Some(MemberStatus::Removed)
+            });
+            if newer && matches!(self.gossip.status(*a), Some(s) if s < MemberStatus::Down) {
+                self.set_status(
+                    *a,
+                    MemberStatus::Down,
+                    Some("downed: replaced by a new incarnation".into()),
+                );
+            }
+        }
+        // Akka: leader actions (Joining→Up, Leaving→Exiting, Exiting/Down→Removed) only
+        // under convergence.
+        if !self.convergence() {
+            return;
+        }
+        let margin = self.removal_margin();
+        let mut next_up = self
+            .gossip
+            .members
+            .values()
+            .map(|m| m.up_number)
+            .max()
+            .unwrap_or(0);
+        let mut changes: Vec<(NodeAddr, MemberStatus)> = Vec::new();
+        for (a, m) in &self.gossip.members {
+            let to = match m.status {
+                MemberStatus::Joining => MemberStatus::Up,
+                MemberStatus::Leaving => MemberStatus::Exiting,
+                MemberStatus::Exiting => MemberStatus::Removed,
+                MemberStatus::Down => {
+                    // Akka `down-removal-margin`: the surviving side waits before removal.
+                    let since = self.down_seen_at.get(a).copied().unwrap_or(now);
+                    if now - since >= margin {
+                        MemberStatus::Removed
+                    } else {
+                        continue;
+                    }
+                }
+                _ => continue,
+            };
+            changes.push((*a, to));
+        }
+        for (a, to) in changes {
+            if to == MemberStatus::Up {
+                // Akka: upNumber = highest assigned so far + 1 (oldest is lowest).
+                next_up = next_up.saturating_add(1);
+                if let Some(m) = self.gossip.members.get_mut(&a) {
+                    m.up_number = next_up;
+                }
+            }
+            self.set_status(a, to, None);
+        }
+    }
+
+    fn downing(&mut self, now: Instant, out: &mut Vec<MOutput>) {
+        match self.cfg.downing.clone() {
+            DowningProvider::None => {}
+            DowningProvider::AutoDown { after_ms } => {
+                let after = ms(after_ms);
+                let downed: Vec<NodeAddr> = self
+                    .unreachable_since
+                    .iter()
+                    .filter(|(_, since)| now - **since >= after)
+                    .map(|(a, _)| *a)
+                    .collect();
+                if !downed.is_empty() {
+                    for a in &downed {
+                        self.set_status(*a, MemberStatus::Down, Some("downed: auto-down".into()));
+                    }
+                    out.push(MOutput::Observe(MembershipEvent::DowningDecision {
+                        provider: "auto-down".into(),
+                        decision: format!("down unreachable after {after_ms} ms"),
+                        downed,
+                    }));
+                }
+            }
+            DowningProvider::SplitBrainResolver {
+                strategy,
+                stable_after_ms,
+                ..
+            } => {
+                let unreachable = self.last_unstable_key.0.clone();
+                if unreachable.is_empty() || now - self.stable_since < ms(stable_after_ms) {
+                    return;
+                }
+                let (name, decision, downed) = self.sbr_decide(&strategy, &unreachable);
+                let reason = format!("sbr: {name}: {decision}");
+                for a in &downed {
+                    self.set_status(*a, MemberStatus::Down, Some(reason.clone()));
+                }
+                out.push(MOutput::Observe(MembershipEvent::DowningDecision {
+                    provider: format!("sbr-{name}"),
+                    decision,
+                    downed,
+                }));
+            }
+        }
+    }
+
+    /// Akka's SBR strategies, seen from this side (self + reachable) against the unreachable
+    /// side. Returns (strategy name, decision text, members to down).
+    fn sbr_decide(
+        &self,
+        strategy: &SbrStrategy,
+        unreachable: &BTreeSet<NodeAddr>,
+    ) -> (&'static str, String, Vec<NodeAddr>) {
+        // Akka SBR counts Up/Leaving/Exiting members; Joining ones are downed with their side
+        // but do not count.
+        let live: Vec<(NodeAddr, &GossipMember)> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(_, m)| m.status < MemberStatus::Down)
+            .map(|(a, m)| (*a, m))
+            .collect();
+        let counted = |m: &GossipMember| m.status != MemberStatus::Joining;
+        let mine: Vec<NodeAddr> = live
+            .iter()
+            .filter(|(a, _)| !unreachable.contains(a))
+            .map(|(a, _)| *a)
+            .collect();
+        let theirs: Vec<NodeAddr> = live
+            .iter()
+            .filter(|(a, _)| unreachable.contains(a))
+            .map(|(a, _)| *a)
+            .collect();
+        let n_mine = live
+            .iter()
+            .filter(|(a, m)| !unreachable.contains(a) && counted(m))
+            .count();
+        let n_theirs = live
+            .iter()
+            .filter(|(a, m)| unreachable.contains(a) && counted(m))
+            .count();
+        let (name, survive, text) = match strategy {
+            SbrStrategy::KeepMajority => {
+                let total = n_mine + n_theirs;
+                // Tie: the side with the lowest address survives.
+                let lowest = live
+                    .iter()
+                    .filter(|(_, m)| counted(m))
+                    .map(|(a, _)| *a)
+                    .next();
+                let survive = 2 * n_mine > total
+                    || (2 * n_mine == total && lowest.is_some_and(|l| !unreachable.contains(&l)));
+                (
+                    "keep-majority",
+                    survive,
+                    format!("{n_mine} of {total} on this side"),
+                )
+            }
+            SbrStrategy::KeepOldest { down_if_alone } => {
+                let oldest = live
+                    .iter()
+                    .filter(|(_, m)| counted(m) && m.up_number > 0)
+                    .min_by_key(|(a, m)| (m.up_number, *a))
+                    .map(|(a, _)| *a);
+                let oldest_here = oldest.is_some_and(|o| !unreachable.contains(&o));
+                let survive = if oldest_here {
+                    !(*down_if_alone && n_mine == 1 && n_theirs > 1)
+                } else {
+                    *down_if_alone && n_theirs == 1 && n_mine > 1
+                };
+                let at = oldest.map_or("none".to_string(), |o| o.to_string());
+                (
+                    "keep-oldest",
+                    survive,
+                    format!(
+                        "oldest {at} {} (down-if-alone {down_if_alone})",
+                        if oldest_here { "here" } else { "there" }
+                    ),
+                )
+            }
+            SbrStrategy::StaticQuorum { quorum_size } => (
+                "static-quorum",
+                n_mine >= *quorum_size as usize,
+                format!("{n_mine} on this side, quorum {quorum_size}"),
+            ),
+            SbrStrategy::DownAll => ("down-all", false, "down all".to_string()),
+        };
+        if let SbrStrategy::DownAll = strategy {
+            let all: Vec<NodeAddr> = live.iter().map(|(a, _)| *a).collect();
+            return (name, format!("{text}: down everyone"), all);
+        }
+        if survive {
+            (name, format!("{text}: down unreachable side"), theirs)
+        } else {
+            (name, format!("{text}: down own side"), mine)
+        }
+    }
+
+    /// After every input: shutdown check, change notifications, failure-detector bookkeeping,
+    /// and the immediate gossip after a change.
+    fn post(&mut self, now: Instant, out: &mut Vec<MOutput>) {
+        if self.stopped || !self.joined {
+            return;
+        }
+        // Newly Down members start their removal margin now.
+        for (a, m) in &self.gossip.members {
+            if m.status == MemberStatus::Down {
+                self.down_seen_at.entry(*a).or_insert(now);
+            }
+        }
+        // Status changes and MembersChanged.
+        for (a, m) in &self.gossip.members {
+            if self.last_status.get(a) != Some(&m.status) {
+                self.last_status.insert(*a, m.status);
+                out.push(MOutput::Observe(MembershipEvent::StatusChanged {
+                    node: *a,
+                    status: m.status,
+                }));
+            }
+        }
+        let members = self.members();
+        if members != self.last_members {
+            self.last_members = members.clone();
+            out.push(MOutput::MembersChanged(members));
+        }
+        // Monitor every other member that is not Removed.
+        let monitored: BTreeSet<NodeAddr> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(a, m)| **a != self.me && m.status != MemberStatus::Removed)
+            .map(|(a, _)| *a)
+            .collect();
+        self.last_heard.retain(|a, _| monitored.contains(a));
+        for a in monitored {
+            self.last_heard.entry(a).or_insert(now);
+        }
+        self.track_unreachable(now);
+        let leader = self.leader();
+        if leader != self.last_leader {
+            self.last_leader = leader;
+            out.push(MOutput::Observe(MembershipEvent::LeaderChanged { leader }));
+        }
+        if self.dirty {
+            self.dirty = false;
+            self.gossip_to_all(out);
+        }
+        // A node that sees itself Down, Removed or Exiting stops (Akka: MemberDowned /
+        // MemberRemoved(self) → shutdown; Exiting → coordinated shutdown "left").
+        let me = self.gossip.members.get(&self.me);
+        let reason = match me.map(|m| (m.status, m.down_reason.clone())) {
+            Some((MemberStatus::Down, r)) => Some(r.unwrap_or_else(|| "downed".into())),
+            Some((MemberStatus::Exiting, _)) => Some("left".into()),
+            // Removed without a down reason only happens via Leaving → Exiting → Removed.
+            Some((MemberStatus::Removed, r)) => Some(r.unwrap_or_else(|| "left".into())),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            self.stopped = true;
+            out.push(MOutput::CancelTimer(MTimer::GossipTick));
+            out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
+            out.push(MOutput::Shutdown { reason });
+        }
+    }
+}

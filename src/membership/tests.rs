@@ -1,0 +1,720 @@
+//! A tiny deterministic harness: one event queue ordered by (time, seq), 1-5 ms latency derived
+//! from (from, to, count), FIFO per link, crashes and a partition that drops messages between
+//! sides (at send and at delivery).
+
+use super::*;
+
+fn addr(i: usize) -> NodeAddr {
+    NodeAddr {
+        node: NodeId(i as u32),
+        inc: NodeInc(1),
+    }
+}
+
+fn secs(s: u64) -> Instant {
+    Instant(s * 1_000_000)
+}
+
+#[derive(Debug)]
+enum Ev {
+    Input(usize, MInput),
+    Timer(usize, MTimer, u64),
+    Deliver {
+        to: NodeAddr,
+        from: NodeAddr,
+        msg: MMsg,
+    },
+}
+
+struct Sim {
+    now: Instant,
+    seq: u64,
+    queue: BTreeMap<(Instant, u64), Ev>,
+    nodes: Vec<Membership>,
+    crashed: BTreeSet<usize>,
+    stopped: BTreeMap<usize, String>,
+    side: Vec<u8>,
+    timer_gen: BTreeMap<(usize, MTimer), u64>,
+    link_last: BTreeMap<(usize, usize), Instant>,
+    link_count: BTreeMap<(usize, usize), u64>,
+    views: Vec<Vec<Member>>,
+    observed: Vec<(Instant, usize, MembershipEvent)>,
+}
+
+impl Sim {
+    fn new(n: usize, cfg: MembershipConfig) -> Sim {
+        Sim {
+            now: Instant::ZERO,
+            seq: 0,
+            queue: BTreeMap::new(),
+            nodes: (0..n)
+                .map(|i| Membership::new(addr(i), true, cfg.clone()))
+                .collect(),
+            crashed: BTreeSet::new(),
+            stopped: BTreeMap::new(),
+            side: vec![0; n],
+            timer_gen: BTreeMap::new(),
+            link_last: BTreeMap::new(),
+            link_count: BTreeMap::new(),
+            views: vec![Vec::new(); n],
+            observed: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), ev);
+    }
+
+    fn input(&mut self, at: Instant, node: usize, i: MInput) {
+        self.push(at, Ev::Input(node, i));
+    }
+
+    /// Start node 0 alone, then node i at i seconds via seed node 0.
+    fn start_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            let seeds = if i == 0 { vec![] } else { vec![addr(0)] };
+            self.input(secs(i as u64), i, MInput::Start { seeds });
+        }
+    }
+
+    fn dead(&self, i: usize) -> bool {
+        self.crashed.contains(&i) || self.stopped.contains_key(&i)
+    }
+
+    fn run_until(&mut self, t: Instant) {
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > t {
+                break;
+            }
+            let ((at, _), ev) = entry.remove_entry();
+            self.now = at;
+            let (node, input) = match ev {
+                Ev::Input(n, i) => (n, i),
+                Ev::Timer(n, timer, g) => {
+                    if self.timer_gen.get(&(n, timer)) != Some(&g) {
+                        continue;
+                    }
+                    (n, MInput::Timeout(timer))
+                }
+                Ev::Deliver { to, from, msg } => {
+                    let (t, f) = (to.node.0 as usize, from.node.0 as usize);
+                    // A crashed sender's in-flight messages are lost; a shut-down sender's
+                    // are not. Messages to an older incarnation are dead letters.
+                    if self.crashed.contains(&f)
+                        || self.side[f] != self.side[t]
+                        || self.nodes[t].me() != to
+                    {
+                        continue;
+                    }
+                    (t, MInput::Deliver { from, msg })
+                }
+            };
+            if self.dead(node) {
+                continue;
+            }
+            let mut out = Vec::new();
+            self.nodes[node].handle(at, input, &mut out);
+            for o in out {
+                self.apply(node, o);
+            }
+        }
+        self.now = t;
+    }
+
+    fn apply(&mut self, node: usize, o: MOutput) {
+        match o {
+            MOutput::Send { to: to_addr, msg } => {
+                let to = to_addr.node.0 as usize;
+                if to >= self.nodes.len() || self.side[to] != self.side[node] {
+                    return;
+                }
+                let c = self.link_count.entry((node, to)).or_insert(0);
+                *c += 1;
+                let lat = 1 + (node as u64 * 7 + to as u64 * 3 + *c) % 5;
+                let last = self.link_last.get(&(node, to)).copied().unwrap_or_default();
+                let at = (self.now + Duration::from_millis(lat)).max(last);
+                self.link_last.insert((node, to), at);
+                self.push(
+                    at,
+                    Ev::Deliver {
+                        to: to_addr,
+                        from: self.nodes[node].me(),
+                        msg,
+                    },
+                );
+            }
+            MOutput::SetTimer { timer, after } => {
+                let g = self.timer_gen.entry((node, timer)).or_insert(0);
+                *g += 1;
+                let g = *g;
+                self.push(self.now + after, Ev::Timer(node, timer, g));
+            }
+            MOutput::CancelTimer(timer) => {
+                *self.timer_gen.entry((node, timer)).or_insert(0) += 1;
+            }
+            MOutput::MembersChanged(v) => self.views[node] = v,
+            MOutput::Shutdown { reason } => {
+                self.stopped.insert(node, reason);
+            }
+            MOutput::Observe(e) => self.observed.push((self.now, node, e)),
+        }
+    }
+
+    fn partition(&mut self, sides: &[&[usize]]) {
+        for (k, s) in sides.iter().enumerate() {
+            for i in s.iter() {
+                self.side[*i] = k as u8;
+            }
+        }
+    }
+
+    fn heal(&mut self) {
+        self.side.iter_mut().for_each(|s| *s = 0);
+    }
+
+    /// (node, up_number, status) of a node's last MembersChanged.
+    fn view(&self, i: usize) -> Vec<(u32, u32, MemberStatus)> {
+        self.views[i]
+            .iter()
+            .map(|m| (m.node.0, m.up_number, m.status))
+            .collect()
+    }
+
+    fn view_nodes(&self, i: usize) -> Vec<u32> {
+        let mut v: Vec<u32> = self.views[i].iter().map(|m| m.node.0).collect();
+        v.sort();
+        v
+    }
+
+    fn first_event(&self, f: impl Fn(usize, &MembershipEvent) -> bool) -> Option<Instant> {
+        self.observed
+            .iter()
+            .find(|(_, n, e)| f(*n, e))
+            .map(|(t, _, _)| *t)
+    }
+}
+
+fn up(n: u32) -> Vec<(u32, u32, MemberStatus)> {
+    (0..n).map(|i| (i, i + 1, MemberStatus::Up)).collect()
+}
+
+fn sbr(strategy: SbrStrategy) -> MembershipConfig {
+    MembershipConfig {
+        downing: DowningProvider::SplitBrainResolver {
+            strategy,
+            stable_after_ms: 5000,
+            down_removal_margin_ms: 5000,
+        },
+        ..Default::default()
+    }
+}
+
+/// (1) Three nodes join in order, all become Up with up-numbers 1, 2, 3; views converge.
+#[test]
+fn three_nodes_join_and_converge() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    for i in 0..3 {
+        assert_eq!(s.view(i), up(3), "view of node {i}");
+        assert_eq!(s.nodes[i].leader(), Some(addr(0)));
+        assert!(s.nodes[i].unreachable().is_empty());
+        assert_eq!(s.nodes[i].status_of_self(), Some(MemberStatus::Up));
+    }
+    assert!(s.nodes[0].is_leader() && !s.nodes[1].is_leader());
+    assert!(s.stopped.is_empty());
+}
+
+/// (2) A crashed node is unreachable after ~3-4 s; an operator Down makes it Down, then
+/// Removed, and MembersChanged omits it.
+#[test]
+fn crash_then_operator_down() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    s.crashed.insert(2);
+    s.run_until(secs(14));
+    assert!(s.nodes[0].unreachable().is_empty());
+    s.run_until(secs(20));
+    for i in 0..2 {
+        assert_eq!(s.nodes[i].unreachable(), BTreeSet::from([addr(2)]));
+        let t = s
+            .first_event(|n, e| {
+                n == i && matches!(e, MembershipEvent::Unreachable { subject, .. } if *subject == addr(2))
+            })
+            .unwrap();
+        assert!(t >= secs(15) && t <= secs(17), "unreachable at {t}");
+    }
+    // No downing provider: still a member, and it blocks nothing but leader actions.
+    s.run_until(secs(30));
+    assert_eq!(s.view_nodes(0), vec![0, 1, 2]);
+    s.input(secs(30), 1, MInput::DownCommand(addr(2)));
+    s.run_until(secs(40));
+    for i in 0..2 {
+        assert_eq!(s.view(i), up(2));
+        assert!(s.nodes[i].unreachable().is_empty());
+        let down = s.first_event(|n, e| {
+            n == i
+                && *e
+                    == MembershipEvent::StatusChanged {
+                        node: addr(2),
+                        status: MemberStatus::Down,
+                    }
+        });
+        let removed = s.first_event(|n, e| {
+            n == i
+                && *e
+                    == MembershipEvent::StatusChanged {
+                        node: addr(2),
+                        status: MemberStatus::Removed,
+                    }
+        });
+        assert!(down.unwrap() < removed.unwrap());
+    }
+    assert!(s.stopped.is_empty());
+}
+
+/// (3) 5 nodes, partition {0,1,2} | {3,4}, keep-majority: the minority downs itself, the
+/// majority removes it after the removal margin.
+#[test]
+fn sbr_keep_majority_partition() {
+    let mut s = Sim::new(5, sbr(SbrStrategy::KeepMajority));
+    s.start_all();
+    s.run_until(secs(15));
+    for i in 0..5 {
+        assert_eq!(s.view(i), up(5));
+    }
+    s.partition(&[&[0, 1, 2], &[3, 4]]);
+    s.run_until(secs(60));
+    for i in [3, 4] {
+        let r = s.stopped.get(&i).expect("minority node stopped");
+        assert!(r.starts_with("sbr: keep-majority"), "{r}");
+    }
+    for i in 0..3 {
+        assert!(!s.stopped.contains_key(&i));
+        assert_eq!(s.view(i), up(3));
+    }
+    let decided = s
+        .first_event(|n, e| n == 0 && matches!(e, MembershipEvent::DowningDecision { .. }))
+        .unwrap();
+    let removed = s
+        .first_event(|n, e| {
+            n == 0
+                && *e
+                    == MembershipEvent::StatusChanged {
+                        node: addr(3),
+                        status: MemberStatus::Removed,
+                    }
+        })
+        .unwrap();
+    // Unreachable at ~19 s, stable for 5 s, then 5 s of removal margin.
+    assert!(decided >= secs(23), "decided at {decided}");
+    assert!(
+        removed - decided >= Duration::from_secs(5),
+        "removed at {removed}"
+    );
+    let minority_decision = s
+        .observed
+        .iter()
+        .find(|(_, n, e)| *n == 3 && matches!(e, MembershipEvent::DowningDecision { .. }));
+    match minority_decision {
+        Some((_, _, MembershipEvent::DowningDecision { downed, .. })) => {
+            assert_eq!(downed, &vec![addr(3), addr(4)])
+        }
+        _ => panic!("minority leader decided nothing"),
+    }
+}
+
+/// (4) Same partition with auto-down: two clusters, each with its own leader, nobody stops.
+#[test]
+fn auto_down_makes_two_clusters() {
+    let cfg = MembershipConfig {
+        downing: DowningProvider::AutoDown { after_ms: 2000 },
+        ..Default::default()
+    };
+    let mut s = Sim::new(5, cfg);
+    s.start_all();
+    s.run_until(secs(15));
+    s.partition(&[&[0, 1, 2], &[3, 4]]);
+    s.run_until(secs(40));
+    assert!(s.stopped.is_empty());
+    for i in 0..3 {
+        assert_eq!(s.view(i), up(3));
+        assert_eq!(s.nodes[i].leader(), Some(addr(0)));
+    }
+    for i in 3..5 {
+        assert_eq!(
+            s.view(i),
+            vec![(3, 4, MemberStatus::Up), (4, 5, MemberStatus::Up)]
+        );
+        assert_eq!(s.nodes[i].leader(), Some(addr(3)));
+    }
+    // After a heal the two clusters ignore each other (removed incarnations are quarantined).
+    s.heal();
+    s.run_until(secs(60));
+    assert!(s.stopped.is_empty());
+    assert_eq!(s.view_nodes(0), vec![0, 1, 2]);
+    assert_eq!(s.view_nodes(4), vec![3, 4]);
+}
+
+/// (5) Graceful leave of the newest and of the oldest (leader) node.
+#[test]
+fn graceful_leave() {
+    let mut s = Sim::new(4, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    s.input(secs(12), 3, MInput::Leave);
+    s.run_until(secs(25));
+    assert_eq!(s.stopped.get(&3).map(String::as_str), Some("left"));
+    assert!(matches!(
+        s.nodes[3].status_of_self(),
+        Some(MemberStatus::Exiting | MemberStatus::Removed)
+    ));
+    for i in 0..3 {
+        assert_eq!(s.view(i), up(3));
+    }
+    // The oldest, also the leader, leaves: node 1 takes over leadership.
+    s.input(secs(25), 0, MInput::Leave);
+    s.run_until(secs(40));
+    assert_eq!(s.stopped.get(&0).map(String::as_str), Some("left"));
+    for i in 1..3 {
+        assert_eq!(
+            s.view(i),
+            vec![(1, 2, MemberStatus::Up), (2, 3, MemberStatus::Up)]
+        );
+        assert_eq!(s.nodes[i].leader(), Some(addr(1)));
+    }
+    assert_eq!(s.stopped.len(), 2);
+}
+
+fn split_2_3(strategy: SbrStrategy) -> Sim {
+    let mut s = Sim::new(5, sbr(strategy));
+    s.start_all();
+    s.run_until(secs(15));
+    s.partition(&[&[0, 1], &[2, 3, 4]]);
+    s.run_until(secs(60));
+    s
+}
+
+fn survivors(s: &Sim) -> Vec<usize> {
+    (0..s.nodes.len())
+        .filter(|i| !s.stopped.contains_key(i))
+        .collect()
+}
+
+/// (6) keep-oldest, static-quorum and down-all on a 2 | 3 split.
+#[test]
+fn sbr_strategies_on_2_3_split() {
+    // Node 0 (up-number 1) is the oldest: its side of two survives.
+    let s = split_2_3(SbrStrategy::KeepOldest {
+        down_if_alone: false,
+    });
+    assert_eq!(survivors(&s), vec![0, 1]);
+    assert_eq!(s.view(0), up(2));
+    assert!(s.stopped[&3].starts_with("sbr: keep-oldest"));
+
+    let s = split_2_3(SbrStrategy::StaticQuorum { quorum_size: 3 });
+    assert_eq!(survivors(&s), vec![2, 3, 4]);
+    assert_eq!(s.view_nodes(4), vec![2, 3, 4]);
+    assert!(s.stopped[&0].starts_with("sbr: static-quorum"));
+
+    let s = split_2_3(SbrStrategy::DownAll);
+    assert!(survivors(&s).is_empty());
+    assert!(s.stopped.values().all(|r| r.starts_with("sbr: down-all")));
+
+    let s = split_2_3(SbrStrategy::KeepMajority);
+    assert_eq!(survivors(&s), vec![2, 3, 4]);
+
+    // keep-oldest with down-if-alone: the oldest alone downs itself, the rest survive.
+    let mut s = Sim::new(
+        5,
+        sbr(SbrStrategy::KeepOldest {
+            down_if_alone: true,
+        }),
+    );
+    s.start_all();
+    s.run_until(secs(15));
+    s.partition(&[&[0], &[1, 2, 3, 4]]);
+    s.run_until(secs(60));
+    assert_eq!(survivors(&s), vec![1, 2, 3, 4]);
+    assert_eq!(
+        s.view(1),
+        (1..5)
+            .map(|i| (i, i + 1, MemberStatus::Up))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// (7) A partition healed before stable-after: nobody is downed, everyone reachable again.
+#[test]
+fn heal_before_stable_after() {
+    let mut s = Sim::new(5, sbr(SbrStrategy::KeepMajority));
+    s.start_all();
+    s.run_until(secs(15));
+    s.partition(&[&[0, 1, 2], &[3, 4]]);
+    s.run_until(secs(21));
+    assert_eq!(s.nodes[0].unreachable(), BTreeSet::from([addr(3), addr(4)]));
+    assert_eq!(
+        s.nodes[4].unreachable(),
+        BTreeSet::from([addr(0), addr(1), addr(2)])
+    );
+    s.heal();
+    s.run_until(secs(60));
+    assert!(s.stopped.is_empty());
+    assert!(!s
+        .observed
+        .iter()
+        .any(|(_, _, e)| matches!(e, MembershipEvent::DowningDecision { .. })));
+    for i in 0..5 {
+        assert_eq!(s.view(i), up(5));
+        assert!(s.nodes[i].unreachable().is_empty());
+    }
+    assert!(s
+        .first_event(|n, e| n == 0 && matches!(e, MembershipEvent::Reachable { .. }))
+        .is_some());
+}
+
+/// Joining is delayed by a partition: the leader cannot move the joiner Up without
+/// convergence, and does after the heal.
+#[test]
+fn partition_delays_join() {
+    let mut s = Sim::new(4, MembershipConfig::default());
+    for i in 0..3 {
+        let seeds = if i == 0 { vec![] } else { vec![addr(0)] };
+        s.input(secs(i as u64), i, MInput::Start { seeds });
+    }
+    s.run_until(secs(10));
+    s.partition(&[&[0, 1, 3], &[2]]);
+    s.input(
+        secs(15),
+        3,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.run_until(secs(25));
+    assert_eq!(s.nodes[0].status_of_self(), Some(MemberStatus::Up));
+    assert_eq!(s.nodes[3].status_of_self(), Some(MemberStatus::Joining));
+    s.heal();
+    s.run_until(secs(35));
+    for i in 0..4 {
+        assert_eq!(s.view(i), up(4));
+    }
+}
+
+/// A restarted node (new incarnation) replaces the old one, which is downed and removed.
+#[test]
+fn restart_with_new_incarnation() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(10));
+    // Node 2 restarts: new incarnation, same node id; the harness addresses by node id.
+    s.nodes[2] = Membership::new(
+        NodeAddr {
+            node: NodeId(2),
+            inc: NodeInc(2),
+        },
+        true,
+        MembershipConfig::default(),
+    );
+    s.timer_gen.retain(|(n, _), _| *n != 2);
+    s.input(
+        secs(10),
+        2,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.run_until(secs(30));
+    for i in 0..3 {
+        let v: Vec<(u32, u32, u32, MemberStatus)> = s.views[i]
+            .iter()
+            .map(|m| (m.node.0, m.inc.0, m.up_number, m.status))
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                (0, 1, 1, MemberStatus::Up),
+                (1, 1, 2, MemberStatus::Up),
+                (2, 2, 4, MemberStatus::Up)
+            ],
+            "view of {i}"
+        );
+    }
+}
+
+/// Stale, unknown and out-of-order inputs never panic and are ignored.
+#[test]
+fn garbage_is_ignored() {
+    let mut m = Membership::new(addr(0), true, MembershipConfig::default());
+    let mut out = Vec::new();
+    let stranger = addr(9);
+    let junk = [
+        MInput::Timeout(MTimer::GossipTick),
+        MInput::Deliver {
+            from: stranger,
+            msg: MMsg::HeartbeatRsp,
+        },
+        MInput::Leave,
+        MInput::DownCommand(stranger),
+        MInput::Deliver {
+            from: stranger,
+            msg: MMsg::Gossip {
+                gossip: GossipState::default(),
+            },
+        },
+    ];
+    for i in junk.iter().cloned() {
+        m.handle(Instant::ZERO, i, &mut out);
+    }
+    assert!(out.is_empty());
+    m.handle(Instant::ZERO, MInput::Start { seeds: vec![] }, &mut out);
+    for i in junk {
+        m.handle(secs(1), i, &mut out);
+    }
+    assert!(!m.is_stopped());
+    assert_eq!(m.members().len(), 1);
+}
+
+/// Same inputs, same outputs.
+#[test]
+fn deterministic() {
+    let run = || {
+        let mut s = Sim::new(5, sbr(SbrStrategy::KeepMajority));
+        s.start_all();
+        s.run_until(secs(15));
+        s.partition(&[&[0, 1, 2], &[3, 4]]);
+        s.run_until(secs(40));
+        format!("{:?}{:?}", s.observed, s.stopped)
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn config_deserializes() {
+    let c: MembershipConfig = toml::from_str(
+        r#"
+        gossip-interval-ms = 500
+        [downing]
+        provider = "split-brain-resolver"
+        strategy = "keep-oldest"
+        down-if-alone = true
+        stable-after-ms = 7000
+        down-removal-margin-ms = 7000
+        "#,
+    )
+    .unwrap();
+    assert_eq!(c.gossip_interval_ms, 500);
+    assert_eq!(c.heartbeat_interval_ms, 1000);
+    assert_eq!(
+        c.downing,
+        DowningProvider::SplitBrainResolver {
+            strategy: SbrStrategy::KeepOldest {
+                down_if_alone: true
+            },
+            stable_after_ms: 7000,
+            down_removal_margin_ms: 7000,
+        }
+    );
+    let c: MembershipConfig =
+        toml::from_str("[downing]\nprovider = \"auto-down\"\nafter-ms = 2000\n").unwrap();
+    assert_eq!(c.downing, DowningProvider::AutoDown { after_ms: 2000 });
+    assert_eq!(
+        toml::from_str::<MembershipConfig>("").unwrap(),
+        MembershipConfig::default()
+    );
+    assert!(toml::from_str::<MembershipConfig>("bogus = 1").is_err());
+}
+
+/// Pseudo-random garbage (fixed LCG) thrown at a running node never panics.
+#[test]
+fn fuzz_never_panics() {
+    let x = std::cell::Cell::new(0x2545_f491_4f6c_dd1d_u64);
+    let next = |n: u64| {
+        x.set(
+            x.get()
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1),
+        );
+        (x.get() >> 33) % n
+    };
+    let mut m = Membership::new(addr(0), true, sbr(SbrStrategy::KeepMajority));
+    let mut out = Vec::new();
+    m.handle(Instant::ZERO, MInput::Start { seeds: vec![] }, &mut out);
+    let statuses = [
+        MemberStatus::Joining,
+        MemberStatus::Up,
+        MemberStatus::Leaving,
+        MemberStatus::Exiting,
+        MemberStatus::Down,
+        MemberStatus::Removed,
+    ];
+    for step in 0..5000u64 {
+        let a = || NodeAddr {
+            node: NodeId(next(4) as u32),
+            inc: NodeInc(next(3) as u32),
+        };
+        let from = a();
+        let input = match next(8) {
+            0 => MInput::Timeout(MTimer::GossipTick),
+            1 => MInput::Timeout(MTimer::HeartbeatTick),
+            2 => MInput::DownCommand(a()),
+            3 => MInput::Deliver {
+                from,
+                msg: MMsg::Join { hosting: true },
+            },
+            4 => MInput::Deliver {
+                from,
+                msg: MMsg::HeartbeatRsp,
+            },
+            _ => {
+                let mut g = GossipState::default();
+                for _ in 0..next(5) {
+                    let st = statuses[next(6) as usize];
+                    g.members.insert(
+                        a(),
+                        GossipMember {
+                            up_number: [0, 1, 2, u32::MAX][next(4) as usize],
+                            status: if st >= MemberStatus::Down && next(4) != 0 {
+                                MemberStatus::Up
+                            } else {
+                                st
+                            },
+                            hosting: true,
+                            down_reason: None,
+                        },
+                    );
+                    g.reachability.insert(
+                        (a(), a()),
+                        ReachRecord {
+                            version: next(10),
+                            unreachable: next(2) == 0,
+                        },
+                    );
+                }
+                MInput::Deliver {
+                    from,
+                    msg: MMsg::Gossip { gossip: g },
+                }
+            }
+        };
+        m.handle(Instant(step * 300_000), input, &mut out);
+    }
+}
+
+/// An operator Down of a live member reaches it, and it shuts itself down.
+#[test]
+fn operator_down_of_live_member() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    s.input(secs(12), 0, MInput::DownCommand(addr(1)));
+    s.run_until(secs(20));
+    assert_eq!(
+        s.stopped.get(&1).map(String::as_str),
+        Some("downed: operator")
+    );
+    assert_eq!(s.view_nodes(0), vec![0, 2]);
+    assert_eq!(s.view_nodes(2), vec![0, 2]);
+}

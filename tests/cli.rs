@@ -1,0 +1,146 @@
+//! The command line as a user meets it: exit codes, error messages naming file, line and field.
+
+use std::process::Command;
+
+fn shardsim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_scenario_files_name_file_line_and_field() {
+    for (file, line, field) in [
+        ("tests/data/bad/unknown-field.toml", 6, "senders-per-nod"),
+        ("tests/data/bad/latency-range.toml", 6, "network.latency-ms"),
+        ("tests/data/bad/wrong-type.toml", 3, "nodes"),
+        ("tests/data/bad/bad-outcome.toml", 6, "outcome"),
+    ] {
+        let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(
+            err.contains(&format!("{file}:{line}")),
+            "{file}: no line {line} in: {err}"
+        );
+        assert!(
+            err.contains(&format!("`{field}`")),
+            "{file}: no field {field} in: {err}"
+        );
+    }
+    let (code, _, err) = shardsim(&["fuzz", "tests/data/bad/syntax.toml", "--schedules", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("tests/data/bad/syntax.toml:2"), "{err}");
+}
+
+#[test]
+fn missing_file_and_bad_arguments_fail_cleanly() {
+    let (code, _, err) = shardsim(&["run", "no/such.toml", "--seed", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no/such.toml"), "{err}");
+    let (code, _, err) = shardsim(&["run", "sim-scenarios/one-node.toml", "--seed", "minus-one"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--seed"), "{err}");
+    let (code, _, _) = shardsim(&["fuzz", "sim-scenarios/one-node.toml", "--schedules", "0"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn run_prints_summary_and_replay_on_violation() {
+    let (code, out, _) = shardsim(&[
+        "run",
+        "sim-scenarios/hazards/reorder-across-handoff.toml",
+        "--seed",
+        "137",
+    ]);
+    assert_eq!(code, 0, "an expected violation is not a failure: {out}");
+    assert!(
+        out.contains("VIOLATION per-sender-order (seed 137) at t="),
+        "{out}"
+    );
+    assert!(out.contains("replay: cargo run --release -- run sim-scenarios/hazards/reorder-across-handoff.toml --seed 137"), "{out}");
+    assert!(
+        out.contains("\"ev\":\"deliver\""),
+        "trace context missing: {out}"
+    );
+}
+
+#[test]
+fn fuzz_exits_nonzero_on_unexpected_violation_and_when_expected_is_missing() {
+    // The fixed scenario with a broken region: an unexpected violation.
+    let dir = std::env::temp_dir().join(format!("shardsim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/hazards/reorder-across-handoff-fixed.toml"),
+    )
+    .unwrap();
+    let broken = dir.join("broken.toml");
+    std::fs::write(
+        &broken,
+        text.replace(
+            "handoff-ack-via-owner = true",
+            "handoff-ack-via-owner = true\nmutation = \"buffer-duplicate\"",
+        ),
+    )
+    .unwrap();
+    let (code, out, _) = shardsim(&[
+        "fuzz",
+        broken.to_str().unwrap(),
+        "--schedules",
+        "50",
+        "--quiet",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("UNEXPECTED no-duplicate seed"), "{out}");
+    assert!(out.contains("replay: cargo run --release -- run"), "{out}");
+    // An expected violation that never shows: also a failure.
+    let never = dir.join("never.toml");
+    std::fs::write(
+        &never,
+        text.replace("outcome = \"none\"", "outcome = \"at-most-one\""),
+    )
+    .unwrap();
+    let (code, out, _) = shardsim(&[
+        "fuzz",
+        never.to_str().unwrap(),
+        "--schedules",
+        "20",
+        "--quiet",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no schedule showed it"), "{out}");
+}
+
+#[test]
+fn run_writes_a_trace_that_check_trace_rechecks() {
+    let dir = std::env::temp_dir().join(format!("shardsim-cli-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let (code, _, err) = shardsim(&[
+        "run",
+        "sim-scenarios/hazards/reorder-across-handoff.toml",
+        "--seed",
+        "137",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = shardsim(&["check-trace", trace.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("VIOLATION per-sender-order"), "{out}");
+    std::fs::write(
+        dir.join("bad.jsonl"),
+        "{\"t\":1,\"ev\":\"send\",\"sender\":\"c1\",\"entity\":\"x\",\"seq\":1,\"node\":0}\n",
+    )
+    .unwrap();
+    let (code, _, err) = shardsim(&["check-trace", dir.join("bad.jsonl").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.jsonl:line 1: field `entity`"), "{err}");
+}

@@ -1,0 +1,96 @@
+//! Every scenario in `sim-scenarios/` fuzzed over many seeds, each matching its declared
+//! outcome. `SHARDSIM_SEEDS` sets the number of seeds per scenario (default 1,000).
+
+use shardsim::campaign;
+use shardsim::scenario::{Outcome, Scenario};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn seeds() -> u64 {
+    std::env::var("SHARDSIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000)
+}
+
+fn scenario_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            scenario_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "toml") {
+            out.push(p);
+        }
+    }
+}
+
+pub fn all_scenarios() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    scenario_files(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios")
+            .as_path(),
+        &mut v,
+    );
+    v
+}
+
+fn check_scenario(path: &Path) {
+    let sc = Arc::new(Scenario::load(path).unwrap_or_else(|e| panic!("{e}")));
+    let n = seeds();
+    let sum = campaign::fuzz(&sc, 0, n, 2, &|_| {});
+    let expected = sc.expect.outcome;
+    if let Some(f) = sum.unexpected(expected).next() {
+        panic!(
+            "{}: unexpected {} at seed {} t={}us: {}\nreplay: {}",
+            path.display(),
+            f.invariant,
+            f.seed,
+            f.t_us,
+            f.detail,
+            campaign::replay_command(path, f.seed)
+        );
+    }
+    if expected != Outcome::None {
+        assert!(
+            sum.expected_found > 0,
+            "{}: expected {expected} in {n} seeds, never found",
+            path.display()
+        );
+    }
+    assert!(
+        sum.totals.deliveries > 0,
+        "{}: nothing delivered",
+        path.display()
+    );
+}
+
+macro_rules! scenario_tests {
+    ($($name:ident => $file:expr),* $(,)?) => {
+        $(#[test] fn $name() { check_scenario(&Path::new(env!("CARGO_MANIFEST_DIR")).join($file)); })*
+
+        /// Every scenario file has a test above (so a new file cannot be forgotten).
+        #[test]
+        fn every_scenario_file_is_tested() {
+            let listed: Vec<PathBuf> = vec![$(Path::new(env!("CARGO_MANIFEST_DIR")).join($file)),*];
+            for f in all_scenarios() {
+                assert!(listed.contains(&f), "{} has no test in tests/scenarios.rs", f.display());
+            }
+        }
+    };
+}
+
+scenario_tests! {
+    one_node => "sim-scenarios/one-node.toml",
+    two_nodes => "sim-scenarios/two-nodes.toml",
+    scale_out => "sim-scenarios/scale-out.toml",
+    steady_many_entities => "sim-scenarios/steady-many-entities.toml",
+    smoke => "sim-scenarios/smoke.toml",
+    bench => "sim-scenarios/bench.toml",
+    hazard_reorder_across_handoff => "sim-scenarios/hazards/reorder-across-handoff.toml",
+    hazard_reorder_across_handoff_fixed => "sim-scenarios/hazards/reorder-across-handoff-fixed.toml",
+}
