@@ -16,9 +16,11 @@
 
 #![warn(missing_docs)]
 
+pub mod bare;
 pub mod campaign;
 pub mod check;
 pub mod ids;
+pub mod membership;
 pub mod protocol;
 pub mod rng;
 pub mod scenario;

@@ -128,6 +128,13 @@ pub enum Timer {
     /// Coordinator: when recovery is complete and `HostShard` goes to every allocated shard
     /// (500 ms after `watchStateActors`, SC:1294-1322).
     StateInitialized,
+    /// Coordinator: when a removed region's termination is processed, `down-removal-margin`
+    /// after its node was removed (`DelayedShardRegionTerminated`, §3.5, akka#18314).
+    DelayedShardRegionTerminated(RegionRef),
+    /// Coordinator: when a journal write that has not been acknowledged counts as failed
+    /// (the journal plugin's call-timeout); the coordinator then stops and its back-off
+    /// supervisor restarts it (`coordinator-failure-backoff`).
+    PersistTimeout,
 }
 
 impl Timer {
@@ -188,6 +195,8 @@ pub enum DropReason {
     ProxyHostShard,
     /// Lost on the network (partition).
     Network,
+    /// Buffered at a region whose node went down.
+    NodeDown,
 }
 
 /// Facts for checkers and the trace. Protocol code never reads them back.
@@ -273,6 +282,12 @@ pub enum Output {
     Persist(CoordinatorEvent),
     /// A fact for the checkers and the trace.
     Observe(Observation),
+    /// The actor stops itself (coordinator: persist failure; region: its node was removed).
+    /// The host drops it; a supervisor may start a new one.
+    Stop {
+        /// Why.
+        reason: &'static str,
+    },
 }
 
 /// The output buffer passed to `handle`. Reused across calls by the host.

@@ -1,6 +1,7 @@
 //! Scenario files: TOML, documented in `sim-scenarios/README.md`. An error names the file, the
 //! line and the field.
 
+use crate::membership::MembershipConfig;
 use crate::protocol::settings::{ProtocolOptions, Settings};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -41,6 +42,151 @@ pub struct Scenario {
     /// The expected outcome.
     #[serde(default)]
     pub expect: ExpectSpec,
+    /// Cluster membership: heartbeats, gossip, the downing provider.
+    #[serde(default)]
+    pub membership: MembershipConfig,
+    /// An explicit fault plan: at time t, do this.
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+    /// Faults generated per seed (swarm testing).
+    #[serde(default)]
+    pub swarm: SwarmSpec,
+    /// The final liveness phase.
+    #[serde(default)]
+    pub liveness: LivenessSpec,
+}
+
+/// What a fault does.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Cut every link between `sides[0]` and `sides[1]` (both directions).
+    Partition,
+    /// Cut `node` off from every other node (not from the journal).
+    Isolate,
+    /// Cut the single direction `from` → `to`.
+    OneWay,
+    /// Bridge: `a`–`b` and `b`–`c` stay connected, `a`–`c` is cut.
+    Bridge,
+    /// Heal every cut link (not the journal).
+    Heal,
+    /// Crash `node`: its volatile state is lost and its entities die at once.
+    Crash,
+    /// Restart a crashed `node` as a new incarnation that joins again.
+    Restart,
+    /// Pause `node` for `duration-ms`: nothing is processed, timers fire late.
+    Pause,
+    /// An operator on node `by` downs `node`.
+    Down,
+    /// `node` leaves the cluster gracefully.
+    Leave,
+    /// The journal becomes unreachable from every node.
+    JournalUnavailable,
+    /// The journal is reachable again, fast and accepting writes.
+    JournalAvailable,
+    /// Journal writes take `extra-latency-ms` longer.
+    JournalSlow,
+    /// The journal silently fails every write (no acknowledgement).
+    JournalFailing,
+}
+
+/// One planned fault. Which fields are needed depends on `kind`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FaultSpec {
+    /// When, ms.
+    pub at_ms: u64,
+    /// What.
+    pub kind: FaultKind,
+    /// The node (isolate, crash, restart, pause, down, leave).
+    #[serde(default)]
+    pub node: Option<u32>,
+    /// The two sides (partition).
+    #[serde(default)]
+    pub sides: Option<[Vec<u32>; 2]>,
+    /// Source (one-way).
+    #[serde(default)]
+    pub from: Option<u32>,
+    /// Destination (one-way).
+    #[serde(default)]
+    pub to: Option<u32>,
+    /// Bridge nodes a, b, c.
+    #[serde(default)]
+    pub bridge: Option<[u32; 3]>,
+    /// Pause length, ms.
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    /// The node that issues a down (default: the lowest node that is up).
+    #[serde(default)]
+    pub by: Option<u32>,
+    /// Extra journal latency, ms (journal-slow).
+    #[serde(default)]
+    pub extra_latency_ms: Option<u64>,
+}
+
+/// Swarm testing (TigerBeetle): each seed draws which fault kinds are on and at what rates.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SwarmSpec {
+    /// Generate faults per seed.
+    pub enabled: bool,
+    /// Faults start after this, ms.
+    pub start_ms: u64,
+    /// At most this many faults of each enabled kind per schedule.
+    pub max_per_kind: u32,
+    /// Longest pause, ms (keep below the downing provider's stable-after + margin, or pauses
+    /// become the documented zombie hazard).
+    pub max_pause_ms: u64,
+    /// Longest time a crashed node stays down before it restarts, ms.
+    pub max_down_ms: u64,
+    /// Longest partition, ms.
+    pub max_partition_ms: u64,
+    /// Fault kinds the swarm may draw from (default: all but operator down and leave).
+    pub kinds: Vec<FaultKind>,
+}
+
+impl Default for SwarmSpec {
+    fn default() -> Self {
+        SwarmSpec {
+            enabled: false,
+            start_ms: 5_000,
+            max_per_kind: 2,
+            max_pause_ms: 2_000,
+            max_down_ms: 20_000,
+            max_partition_ms: 30_000,
+            kinds: vec![
+                FaultKind::Partition,
+                FaultKind::Isolate,
+                FaultKind::OneWay,
+                FaultKind::Bridge,
+                FaultKind::Crash,
+                FaultKind::Pause,
+                FaultKind::JournalUnavailable,
+                FaultKind::JournalSlow,
+                FaultKind::JournalFailing,
+            ],
+        }
+    }
+}
+
+/// The liveness phase: at `duration - quiet-ms` every fault heals and crashed nodes restart;
+/// at the end, whatever is still pending fails the run with kind `liveness`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LivenessSpec {
+    /// Check liveness at the end.
+    pub enabled: bool,
+    /// Length of the final quiet period, ms.
+    pub quiet_ms: u64,
+}
+
+impl Default for LivenessSpec {
+    fn default() -> Self {
+        LivenessSpec {
+            enabled: false,
+            quiet_ms: 30_000,
+        }
+    }
 }
 
 /// Nodes and when they join.
@@ -136,12 +282,17 @@ impl Default for NetworkSpec {
 pub struct JournalSpec {
     /// Write latency range, ms.
     pub write_latency_ms: [u64; 2],
+    /// Check that only one coordinator writes (journal-single-writer). Scenarios that study
+    /// what a split brain does to entities turn it off, so that the run goes on to the
+    /// duplicate incarnations.
+    pub check_single_writer: bool,
 }
 
 impl Default for JournalSpec {
     fn default() -> Self {
         JournalSpec {
             write_latency_ms: [1, 3],
+            check_single_writer: true,
         }
     }
 }
@@ -177,6 +328,13 @@ pub enum Outcome {
     PerSenderOrder,
     /// A message delivered twice, never sent, or to the wrong entity.
     NoDuplicate,
+    /// Two coordinators wrote to the journal: a write from a second writer while the first
+    /// was still running (§12 B5, B6).
+    JournalSingleWriter,
+    /// A shard allocated to a region the coordinator knew was downed or removed (§12 B10).
+    AllocationToDowned,
+    /// Something was still pending after every fault healed and the quiet period ended.
+    Liveness,
 }
 
 impl Outcome {
@@ -187,6 +345,9 @@ impl Outcome {
             Outcome::AtMostOne => "at-most-one",
             Outcome::PerSenderOrder => "per-sender-order",
             Outcome::NoDuplicate => "no-duplicate",
+            Outcome::JournalSingleWriter => "journal-single-writer",
+            Outcome::AllocationToDowned => "allocation-to-downed",
+            Outcome::Liveness => "liveness",
         }
     }
 }
@@ -350,6 +511,86 @@ impl Scenario {
         if self.settings.handoff_timeout_ms == 0 {
             return err("settings.handoff-timeout-ms", "must be positive".into());
         }
+        if self.liveness.enabled && self.liveness.quiet_ms >= self.run.duration_ms {
+            return err(
+                "liveness.quiet-ms",
+                "must be shorter than run.duration-ms".into(),
+            );
+        }
+        let n = self.cluster.nodes;
+        let node_ok = |x: Option<u32>| x.is_some_and(|v| v < n);
+        for (i, f) in self.faults.iter().enumerate() {
+            let field = |k: &str| format!("faults[{i}].{k}");
+            let need_node = matches!(
+                f.kind,
+                FaultKind::Isolate
+                    | FaultKind::Crash
+                    | FaultKind::Restart
+                    | FaultKind::Pause
+                    | FaultKind::Down
+                    | FaultKind::Leave
+            );
+            if need_node && !node_ok(f.node) {
+                return Err((
+                    field("node"),
+                    format!("{:?} needs `node` in 0..{n}", f.kind),
+                ));
+            }
+            if let Some(b) = f.by {
+                if b >= n {
+                    return Err((field("by"), format!("node {b} does not exist")));
+                }
+            }
+            match f.kind {
+                FaultKind::Partition => match &f.sides {
+                    Some([a, b]) if !a.is_empty() && !b.is_empty() => {
+                        if a.iter().chain(b.iter()).any(|x| *x >= n) {
+                            return Err((field("sides"), format!("nodes must be in 0..{n}")));
+                        }
+                        if a.iter().any(|x| b.contains(x)) {
+                            return Err((field("sides"), "a node is on both sides".into()));
+                        }
+                    }
+                    _ => {
+                        return Err((field("sides"), "partition needs two non-empty sides".into()))
+                    }
+                },
+                FaultKind::OneWay => {
+                    if !node_ok(f.from) || !node_ok(f.to) || f.from == f.to {
+                        return Err((
+                            field("from"),
+                            "one-way needs distinct `from` and `to` nodes".into(),
+                        ));
+                    }
+                }
+                FaultKind::Bridge => match f.bridge {
+                    Some([a, b, c]) if a < n && b < n && c < n && a != b && b != c && a != c => {}
+                    _ => {
+                        return Err((
+                            field("bridge"),
+                            "bridge needs three distinct nodes [a, b, c]".into(),
+                        ))
+                    }
+                },
+                FaultKind::Pause => {
+                    if f.duration_ms.unwrap_or(0) == 0 {
+                        return Err((
+                            field("duration-ms"),
+                            "pause needs a positive duration-ms".into(),
+                        ));
+                    }
+                }
+                FaultKind::JournalSlow => {
+                    if f.extra_latency_ms.unwrap_or(0) == 0 {
+                        return Err((
+                            field("extra-latency-ms"),
+                            "journal-slow needs extra-latency-ms".into(),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
         Ok(())
     }
 
@@ -403,12 +644,31 @@ fn line_of_field(text: &str, field: &str) -> Option<usize> {
     let mut item: &toml_edit::Item = doc.as_item();
     let mut span = None;
     for part in field.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
         let table = item.as_table_like()?;
-        let (key, value) = table.get_key_value(part)?;
+        let (key, value) = table.get_key_value(name)?;
         span = key.span().or_else(|| value.span());
         item = value;
+        if let Some(i) = index {
+            let arr = item.as_array_of_tables()?;
+            let t = arr.get(i)?;
+            span = t.span().or(span);
+            return line_of_key_in_table(text, t, field.rsplit('.').next())
+                .or(span.map(|s| line_of_offset(text, s.start)));
+        }
     }
     span.map(|s| line_of_offset(text, s.start))
+}
+
+fn line_of_key_in_table(text: &str, t: &toml_edit::Table, key: Option<&str>) -> Option<usize> {
+    let key = key?;
+    let (k, v) = t.get_key_value(key)?;
+    k.span()
+        .or_else(|| v.span())
+        .map(|s| line_of_offset(text, s.start))
 }
 
 #[cfg(test)]

@@ -17,8 +17,6 @@ pub enum TraceEvent {
         node: NodeId,
         /// Its incarnation.
         incarnation: u32,
-        /// Its up-number (age).
-        up_number: u32,
     },
     /// A node incarnation stopped; every entity on it is dead.
     NodeDown {
@@ -169,6 +167,41 @@ pub enum TraceEvent {
         /// Where.
         node: NodeId,
     },
+    /// A fault was injected (or healed).
+    Fault {
+        /// The fault kind.
+        fault: String,
+        /// Its parameters.
+        detail: String,
+    },
+    /// A membership event seen by a node (reachability, status change, downing decision).
+    Cluster {
+        /// The observing node.
+        node: NodeId,
+        /// What happened.
+        event: String,
+    },
+    /// The coordinator on a node stopped.
+    CoordinatorStopped {
+        /// Where.
+        node: NodeId,
+        /// Why.
+        reason: String,
+    },
+    /// A coordinator could not recover from the journal.
+    RecoveryFailed {
+        /// Where.
+        node: NodeId,
+        /// Why.
+        reason: String,
+    },
+    /// The fault profile a swarm seed drew.
+    SwarmProfile {
+        /// Which fault kinds are on, and how many of each.
+        profile: String,
+    },
+    /// The liveness phase began: faults healed, crashed nodes restarting.
+    LivenessPhase,
     /// An invariant broke.
     Violation {
         /// Which.
@@ -232,6 +265,12 @@ impl TraceEvent {
             TraceEvent::RebalanceDone { .. } => "rebalance_done",
             TraceEvent::RegionRestarted { .. } => "region_restarted",
             TraceEvent::Violation { .. } => "violation",
+            TraceEvent::Fault { .. } => "fault",
+            TraceEvent::Cluster { .. } => "cluster",
+            TraceEvent::CoordinatorStopped { .. } => "coordinator_stopped",
+            TraceEvent::RecoveryFailed { .. } => "recovery_failed",
+            TraceEvent::SwarmProfile { .. } => "swarm_profile",
+            TraceEvent::LivenessPhase => "liveness_phase",
         }
     }
 
@@ -244,14 +283,9 @@ impl TraceEvent {
             v.insert(k.into(), x);
         };
         match self {
-            TraceEvent::NodeUp {
-                node,
-                incarnation,
-                up_number,
-            } => {
+            TraceEvent::NodeUp { node, incarnation } => {
                 put("node", json!(node.0));
                 put("incarnation", json!(incarnation));
-                put("up_number", json!(up_number));
             }
             TraceEvent::NodeDown {
                 node,
@@ -353,6 +387,10 @@ impl TraceEvent {
                     Timer::ResendShardHost(s) => ("ResendShardHost", Some(*s)),
                     Timer::HandOffTimeout(s) => ("HandOffTimeout", Some(*s)),
                     Timer::StateInitialized => ("StateInitialized", None),
+                    Timer::DelayedShardRegionTerminated(_) => {
+                        ("DelayedShardRegionTerminated", None)
+                    }
+                    Timer::PersistTimeout => ("PersistTimeout", None),
                 };
                 put("timer", json!(name));
                 if let Some(s) = shard {
@@ -388,6 +426,21 @@ impl TraceEvent {
                 put("invariant", json!(invariant));
                 put("detail", json!(detail));
             }
+            TraceEvent::Fault { fault, detail } => {
+                put("fault", json!(fault));
+                put("detail", json!(detail));
+            }
+            TraceEvent::Cluster { node, event } => {
+                put("node", json!(node.0));
+                put("event", json!(event));
+            }
+            TraceEvent::CoordinatorStopped { node, reason }
+            | TraceEvent::RecoveryFailed { node, reason } => {
+                put("node", json!(node.0));
+                put("reason", json!(reason));
+            }
+            TraceEvent::SwarmProfile { profile } => put("profile", json!(profile)),
+            TraceEvent::LivenessPhase => {}
         }
         Value::Object(v).to_string()
     }

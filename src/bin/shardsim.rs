@@ -1,8 +1,9 @@
-//! The `shardsim` command: run one seed, fuzz a campaign, benchmark, re-check a trace.
+//! The `shardsim` command: run one seed, fuzz a campaign, merge campaign slices, benchmark,
+//! re-check a trace.
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use shardsim::campaign::{self, replay_command, write_atomic};
+use shardsim::campaign::{self, replay_command, write_atomic, FuzzOptions, Summary};
 use shardsim::scenario::{Outcome, Scenario};
 use shardsim::trace::TraceMode;
 use std::path::{Path, PathBuf};
@@ -57,8 +58,29 @@ enum Cmd {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Run every K-th seed (K >= 1, counted from --seed-start) twice with trace hashing
+        /// and report different traces as a `determinism` failure.
+        #[arg(long, value_name = "K")]
+        check_determinism: Option<u64>,
+        /// Stop at the lowest failing seed (--schedules is then the cap); the result does not
+        /// depend on --jobs.
+        #[arg(long)]
+        until_failure: bool,
+        /// Append the failing seeds found (at most 20 new, deduplicated) to this JSON Lines
+        /// corpus, e.g. tests/corpus.jsonl.
+        #[arg(long, value_name = "FILE")]
+        corpus: Option<PathBuf>,
     },
-    /// Benchmark: a fixed scenario, printing schedules/s and events/s.
+    /// Merge slice summaries written by `fuzz --summary` (same scenario, disjoint seed ranges).
+    Merge {
+        /// The merged summary to write.
+        out: PathBuf,
+        /// The slice summaries.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Benchmark: a fixed scenario, printing schedules/s and events/s, against a bare event loop
+    /// running as many events.
     Bench {
         /// Scenario file (default: sim-scenarios/bench.toml).
         #[arg(long, default_value = "sim-scenarios/bench.toml")]
@@ -100,7 +122,23 @@ fn main() -> ExitCode {
             jobs,
             summary,
             quiet,
-        } => cmd_fuzz(&scenario, schedules, seed_start, jobs, summary, quiet),
+            check_determinism,
+            until_failure,
+            corpus,
+        } => cmd_fuzz(
+            &scenario,
+            schedules,
+            seed_start,
+            jobs,
+            summary,
+            quiet,
+            FuzzOptions {
+                check_determinism,
+                until_failure,
+            },
+            corpus,
+        ),
+        Cmd::Merge { out, inputs } => cmd_merge(&out, &inputs),
         Cmd::Bench {
             scenario,
             schedules,
@@ -177,6 +215,7 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn cmd_fuzz(
     path: &Path,
     schedules: u64,
@@ -184,6 +223,8 @@ fn cmd_fuzz(
     jobs: Option<usize>,
     summary: Option<PathBuf>,
     quiet: bool,
+    opts: FuzzOptions,
+    corpus: Option<PathBuf>,
 ) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
@@ -192,6 +233,19 @@ fn cmd_fuzz(
     if schedules == 0 {
         eprintln!("error: --schedules must be at least 1");
         return ExitCode::from(2);
+    }
+    if opts.check_determinism == Some(0) {
+        eprintln!(
+            "error: --check-determinism must be at least 1 (1 checks every seed, K every K-th)"
+        );
+        return ExitCode::from(2);
+    }
+    // A corpus that does not parse is bad input: say so before the campaign, not after.
+    if let Some(c) = &corpus {
+        if let Err(e) = campaign::read_corpus(c) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     }
     let jobs = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -209,18 +263,19 @@ fn cmd_fuzz(
     );
     let started = WallClock::now();
     let progress = |n: u64| bar.set_position(n);
-    let sum = campaign::fuzz(&sc, seed_start, schedules, jobs, &progress);
+    let sum = campaign::fuzz_with(&sc, seed_start, schedules, jobs, opts, &progress);
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let ran = sum.schedules;
     println!(
         "scenario {}: {} schedules (seeds {}..{}) on {} jobs in {:.1}s: {:.0} schedules/s, {:.2} M events/s",
         sc.name,
-        schedules,
+        ran,
         seed_start,
-        seed_start + schedules,
+        sum.seed_end(),
         jobs,
         secs,
-        schedules as f64 / secs,
+        ran as f64 / secs,
         sum.totals.events as f64 / secs / 1e6
     );
     let t = &sum.totals;
@@ -228,6 +283,15 @@ fn cmd_fuzz(
         "totals: events {}  sends {}  deliveries {}  drops {}  rebalances {}",
         t.events, t.sends, t.deliveries, t.drops, t.rebalances
     );
+    if let Some(k) = opts.check_determinism {
+        let checked = ran.div_ceil(k);
+        let bad = sum
+            .failures
+            .iter()
+            .filter(|f| f.kind == campaign::FailureKind::Determinism)
+            .count();
+        println!("determinism: {checked} seeds run twice (every {k}), {bad} with different traces");
+    }
     if let Some(p) = &summary {
         let json = serde_json::to_vec_pretty(&sum).unwrap_or_default();
         if let Err(e) = write_atomic(p, &json) {
@@ -235,30 +299,46 @@ fn cmd_fuzz(
             return ExitCode::from(2);
         }
     }
+    if let Some(c) = &corpus {
+        let name = campaign::corpus_scenario_name(path, &campaign::corpus_root(c));
+        let found = campaign::corpus_entries(&name, &sum);
+        match campaign::append_corpus(c, &found) {
+            Ok(added) => println!(
+                "corpus {}: {} new entries ({} failing seeds found, at most {} added per campaign)",
+                c.display(),
+                added.len(),
+                found.len(),
+                campaign::CORPUS_CAP
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let expected = sc.expect.outcome;
     let mut code = ExitCode::SUCCESS;
+    if opts.until_failure {
+        match sum.failures.first() {
+            Some(f) => println!(
+                "until-failure: first failure after {ran} schedules: seed {}",
+                f.seed
+            ),
+            None => println!(
+                "until-failure: no failure in {ran} schedules (seeds {seed_start}..{})",
+                sum.seed_end()
+            ),
+        }
+    }
     for f in sum.failures.iter().take(20) {
-        let tag = if f.invariant == expected {
-            "expected"
-        } else {
-            "UNEXPECTED"
-        };
-        println!(
-            "{tag} {} seed {} at t={}.{:06}s: {}\n  replay: {}",
-            f.invariant,
-            f.seed,
-            f.t_us / 1_000_000,
-            f.t_us % 1_000_000,
-            f.detail,
-            replay_command(path, f.seed)
-        );
+        print_failure(path, f, expected);
     }
     if sum.failures.len() > 20 {
         println!("... and {} more failing seeds", sum.failures.len() - 20);
     }
     let unexpected = sum.unexpected(expected).count();
     if unexpected > 0 {
-        println!("FAILED: {unexpected} schedules broke an invariant the scenario does not expect");
+        println!("FAILED: {unexpected} schedules failed in a way the scenario does not expect");
         code = ExitCode::from(1);
     } else if expected != Outcome::None && sum.expected_found == 0 {
         println!("FAILED: the scenario expects `{expected}`, but no schedule showed it");
@@ -266,7 +346,7 @@ fn cmd_fuzz(
     } else if expected != Outcome::None {
         println!(
             "ok: expected `{expected}` found in {} of {} schedules",
-            sum.expected_found, schedules
+            sum.expected_found, ran
         );
     } else {
         println!("ok: no violation");
@@ -274,14 +354,75 @@ fn cmd_fuzz(
     code
 }
 
+/// One failure: tag, kind (the invariant for a violation), seed, simulated time, detail and
+/// the replay command.
+fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome) {
+    let tag = if f.is_expected(expected) {
+        "expected"
+    } else {
+        "UNEXPECTED"
+    };
+    println!(
+        "{tag} {} seed {} at t={}.{:06}s: {}\n  replay: {}",
+        f.label(),
+        f.seed,
+        f.t_us / 1_000_000,
+        f.t_us % 1_000_000,
+        f.detail,
+        replay_command(path, f.seed)
+    );
+}
+
+fn cmd_merge(out: &Path, inputs: &[PathBuf]) -> ExitCode {
+    let mut slices: Vec<(PathBuf, Summary)> = Vec::new();
+    for p in inputs {
+        match campaign::read_summary(p) {
+            Ok(s) => slices.push((p.clone(), s)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let merged = match campaign::merge(&slices) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let json = serde_json::to_vec_pretty(&merged).unwrap_or_default();
+    if let Err(e) = write_atomic(out, &json) {
+        eprintln!("error: {}: cannot write merged summary: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    println!(
+        "merged {} summaries of scenario {} into {}: {} schedules from seed {}, {} failing seeds ({} expected), {} events",
+        slices.len(),
+        merged.scenario,
+        out.display(),
+        merged.schedules,
+        merged.seed_start,
+        merged.failures.len(),
+        merged.expected_found,
+        merged.totals.events
+    );
+    ExitCode::SUCCESS
+}
+
 fn cmd_bench(path: &Path, schedules: u64, jobs: usize) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
         Err(c) => return c,
     };
+    if schedules == 0 || jobs == 0 {
+        eprintln!("error: --schedules and --jobs must be at least 1");
+        return ExitCode::from(2);
+    }
     let started = WallClock::now();
     let sum = campaign::fuzz(&sc, 0, schedules, jobs, &|_| {});
     let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let events = sum.totals.events;
     println!(
         "bench {}: {} schedules on {} jobs in {:.2}s: {:.1} schedules/s, {:.2} M events/s, {:.0} deliveries/schedule",
         sc.name,
@@ -289,8 +430,27 @@ fn cmd_bench(path: &Path, schedules: u64, jobs: usize) -> ExitCode {
         jobs,
         secs,
         schedules as f64 / secs,
-        sum.totals.events as f64 / secs / 1e6,
+        events as f64 / secs / 1e6,
         sum.totals.deliveries as f64 / schedules as f64
+    );
+    let per_core = events as f64 / secs / jobs as f64;
+    println!(
+        "per core: {:.1} schedules/s, {:.2} M events/s ({} events/schedule)",
+        schedules as f64 / secs / jobs as f64,
+        per_core / 1e6,
+        events / schedules
+    );
+    let started = WallClock::now();
+    let checksum = shardsim::bare::bare_loop(events, 0);
+    let bare_secs = started.elapsed().as_secs_f64().max(1e-9);
+    let bare = events as f64 / bare_secs;
+    println!(
+        "bare event loop (heap + ChaCha8 latency, 1 core): {events} events in {bare_secs:.2}s: {:.2} M events/s (checksum {checksum:016x})",
+        bare / 1e6
+    );
+    println!(
+        "full simulator with checkers = {:.1}% of the bare loop (per core)",
+        100.0 * per_core / bare
     );
     ExitCode::SUCCESS
 }

@@ -112,6 +112,10 @@ enum AfterPersist {
     Deallocated {
         shard: ShardId,
     },
+    RegionTerminated {
+        region: RegionRef,
+    },
+    ProxyTerminated,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +141,11 @@ pub struct Coordinator {
     handoffs: BTreeMap<ShardId, HandOff>,
     persisting: Option<(CoordinatorEvent, AfterPersist)>,
     stash: VecDeque<Input>,
+    /// Regions whose termination is being processed (`regionTerminationInProgress`, §3.5).
+    termination_in_progress: BTreeSet<RegionRef>,
+    /// The member view changed: look for terminated regions once not persisting.
+    members_dirty: bool,
+    stopped: bool,
 }
 
 impl Coordinator {
@@ -181,26 +190,47 @@ impl Coordinator {
             handoffs: BTreeMap::new(),
             persisting: None,
             stash: VecDeque::new(),
+            termination_in_progress: BTreeSet::new(),
+            members_dirty: false,
+            stopped: false,
         })
     }
 
     /// Handle one input.
     pub fn handle(&mut self, now: Instant, input: Input, out: &mut Outbox) {
-        if let Input::MembersChanged(members) = input {
-            self.members = members;
+        if self.stopped {
             return;
         }
-        if self.persisting.is_some() {
-            if let Input::Persisted = input {
-                self.on_persisted(out);
-            } else {
-                self.stash.push_back(input);
+        match input {
+            Input::MembersChanged(members) => {
+                self.members = members;
+                self.members_dirty = true;
             }
-        } else {
-            self.dispatch(now, input, out);
+            Input::Timeout(Timer::PersistTimeout) => {
+                if self.persisting.is_some() {
+                    // onPersistFailure: the persistent actor stops; the back-off supervisor
+                    // restarts it later, and the new one recovers from the journal (§3.2).
+                    self.stopped = true;
+                    out.0.push(Output::Stop {
+                        reason: "journal write timed out (onPersistFailure)",
+                    });
+                }
+                return;
+            }
+            Input::Persisted if self.persisting.is_some() => self.on_persisted(out),
+            input if self.persisting.is_some() => self.stash.push_back(input),
+            input => self.dispatch(now, input, out),
         }
         // unstashAll: stashed inputs and messages sent to self, in order, until the next persist.
-        while self.persisting.is_none() {
+        loop {
+            if self.persisting.is_some() {
+                break;
+            }
+            if self.members_dirty {
+                self.members_dirty = false;
+                self.check_terminated_regions(out);
+                continue;
+            }
             let Some(input) = self.stash.pop_front() else {
                 break;
             };
@@ -240,6 +270,103 @@ impl Coordinator {
     fn persist(&mut self, evt: CoordinatorEvent, then: AfterPersist, out: &mut Outbox) {
         self.persisting = Some((evt, then));
         out.0.push(Output::Persist(evt));
+        out.set_timer(
+            Timer::PersistTimeout,
+            Duration::from_millis(self.settings.journal_call_timeout_ms),
+        );
+    }
+
+    fn member_alive(&self, r: RegionRef) -> bool {
+        self.members
+            .iter()
+            .any(|m| m.region() == r && m.status != MemberStatus::Removed)
+    }
+
+    /// Death watch of regions: a registered region or proxy whose member was removed is
+    /// Terminated (§3.5); with `down-removal-margin` the termination is delayed (akka#18314).
+    fn check_terminated_regions(&mut self, out: &mut Outbox) {
+        let known: Vec<RegionRef> = self
+            .state
+            .regions
+            .keys()
+            .chain(self.state.proxies.iter())
+            .copied()
+            .collect();
+        for r in known {
+            if self.member_alive(r) || self.termination_in_progress.contains(&r) {
+                continue;
+            }
+            if self.persisting.is_some() {
+                self.members_dirty = true;
+                return;
+            }
+            if self.settings.down_removal_margin_ms > 0 && self.alive_regions.contains(&r) {
+                self.termination_in_progress.insert(r);
+                out.set_timer(
+                    Timer::DelayedShardRegionTerminated(r),
+                    Duration::from_millis(self.settings.down_removal_margin_ms),
+                );
+            } else {
+                self.region_terminated(r, out);
+            }
+        }
+    }
+
+    /// `regionTerminated` (§3.5): tell the hand-off workers, re-ask homes for its shards, then
+    /// persist `ShardRegionTerminated`.
+    fn region_terminated(&mut self, r: RegionRef, out: &mut Outbox) {
+        let shards: Vec<ShardId> = self.handoffs.keys().copied().collect();
+        for shard in shards {
+            let done = match self.handoffs.get_mut(&shard) {
+                Some(HandOff::AwaitingAcks { from, pending }) => {
+                    if *from == r {
+                        true
+                    } else {
+                        pending.remove(&r);
+                        if pending.is_empty() {
+                            let from = *from;
+                            out.send(Addr::region(from), Msg::HandOff { shard });
+                            self.handoffs.insert(shard, HandOff::AwaitingStop { from });
+                        }
+                        false
+                    }
+                }
+                Some(HandOff::AwaitingStop { from }) => *from == r,
+                None => false,
+            };
+            if done {
+                // The worker ends with RebalanceDone(ok = true); by the time the coordinator
+                // handles it the shard is no longer allocated, so only the deferred requests
+                // are released (§4.3).
+                self.handoffs.remove(&shard);
+                out.cancel_timer(Timer::HandOffTimeout(shard));
+                out.observe(Observation::RebalanceDone { shard, ok: true });
+                self.clear_rebalance_in_progress(shard);
+            }
+        }
+        self.termination_in_progress.insert(r);
+        if let Some(shards) = self.state.regions.get(&r) {
+            for s in shards.clone() {
+                self.stash.push_back(Input::Deliver {
+                    from: self.me,
+                    msg: Msg::GetShardHome { shard: s },
+                });
+            }
+            self.persist(
+                CoordinatorEvent::ShardRegionTerminated { region: r },
+                AfterPersist::RegionTerminated { region: r },
+                out,
+            );
+        } else if self.state.proxies.contains(&r) {
+            self.persist(
+                CoordinatorEvent::ShardRegionProxyTerminated { proxy: r },
+                AfterPersist::ProxyTerminated,
+                out,
+            );
+            self.termination_in_progress.remove(&r);
+        } else {
+            self.termination_in_progress.remove(&r);
+        }
     }
 
     /// The write is durable: apply the event, run the continuation, then unstash in order
@@ -248,6 +375,7 @@ impl Coordinator {
         let Some((evt, then)) = self.persisting.take() else {
             return;
         };
+        out.cancel_timer(Timer::PersistTimeout);
         if self.state.updated(&evt).is_err() {
             // Akka: `require` throws, the coordinator restarts. Our handlers only persist valid
             // events, so this is unreachable for a faithful protocol; keep going idempotently.
@@ -267,6 +395,11 @@ impl Coordinator {
                     out.send(r, Msg::ShardHome { shard, region });
                 }
             }
+            AfterPersist::RegionTerminated { region } => {
+                self.alive_regions.remove(&region);
+                self.termination_in_progress.remove(&region);
+            }
+            AfterPersist::ProxyTerminated => {}
             AfterPersist::Deallocated { shard } => {
                 // §4.3 RebalanceDone(ok): release deferred requests, then eager re-allocation.
                 self.clear_rebalance_in_progress(shard);
@@ -298,6 +431,7 @@ impl Coordinator {
             | Msg::HostShard { .. }
             | Msg::BeginHandOff { .. }
             | Msg::BeginHandOffAckRelay { .. }
+            | Msg::CoordinatorTerminated
             | Msg::HandOff { .. } => {}
         }
     }
@@ -351,7 +485,10 @@ impl Coordinator {
                 continue;
             };
             let leaving = !matches!(m.status, MemberStatus::Up | MemberStatus::Joining);
-            if exclude_leaving && matches!(m.status, MemberStatus::Down | MemberStatus::Removed) {
+            if exclude_leaving
+                && self.options.mutation != Mutation::AllocateToDowned
+                && matches!(m.status, MemberStatus::Down | MemberStatus::Removed)
+            {
                 continue;
             }
             v.push(RegionEntry {
@@ -376,12 +513,19 @@ impl Coordinator {
             return;
         }
         if let Some(region) = self.state.shards.get(&shard).copied() {
+            if self.termination_in_progress.contains(&region) {
+                return; // B10 fix (akka#18314): never answer with a terminating region
+            }
             if let Some(r) = requester {
                 out.send(r, Msg::ShardHome { shard, region });
             }
             return;
         }
-        let entries = self.region_entries(true);
+        let mut entries = self.region_entries(true);
+        if self.options.mutation != Mutation::AllocateToDowned {
+            entries.retain(|e| !self.termination_in_progress.contains(&e.region));
+            // akka#29131
+        }
         if entries.is_empty() {
             return;
         }
@@ -441,7 +585,14 @@ impl Coordinator {
                     self.send_host_shard(s, r, out);
                 }
             }
-            Timer::RegionRetry | Timer::RegisterRetry => {}
+            Timer::DelayedShardRegionTerminated(r) => {
+                if self.state.regions.contains_key(&r) || self.state.proxies.contains(&r) {
+                    self.region_terminated(r, out);
+                } else {
+                    self.termination_in_progress.remove(&r);
+                }
+            }
+            Timer::PersistTimeout | Timer::RegionRetry | Timer::RegisterRetry => {}
         }
     }
 

@@ -87,6 +87,9 @@ pub enum Msg {
         /// The shard.
         shard: ShardId,
     },
+    /// Death watch: the coordinator actor on the sending node stopped (Akka's
+    /// `Terminated(coordinator)`, delivered like any message from that node).
+    CoordinatorTerminated,
 }
 
 impl Msg {
@@ -106,6 +109,7 @@ impl Msg {
             Msg::BeginHandOffAckRelay { .. } => "BeginHandOffAckRelay",
             Msg::HandOff { .. } => "HandOff",
             Msg::ShardStopped { .. } => "ShardStopped",
+            Msg::CoordinatorTerminated => "CoordinatorTerminated",
         }
     }
 

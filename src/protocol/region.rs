@@ -127,6 +127,10 @@ impl Region {
     pub fn buffered_total(&self) -> usize {
         self.buffered_total
     }
+    /// Every buffered message, by shard.
+    pub fn buffered_messages(&self) -> impl Iterator<Item = Envelope> + '_ {
+        self.buffers.values().flat_map(|b| b.iter().copied())
+    }
 
     // ---- message handling ----
 
@@ -148,6 +152,16 @@ impl Region {
                 out.send(coordinator, Msg::BeginHandOffAck { shard, region });
             }
             Msg::HandOff { shard } => self.on_hand_off(from, shard, out),
+            Msg::CoordinatorTerminated => {
+                // Terminated(coordinator) → coordinator = None; startRegistration() (§5.1).
+                if self
+                    .coordinator
+                    .is_some_and(|c| c.node == from.node && c.inc == from.inc)
+                {
+                    self.coordinator = None;
+                    self.start_registration(out);
+                }
+            }
             // Messages for the coordinator that reached a region are dead letters.
             Msg::Register { .. }
             | Msg::RegisterProxy { .. }
@@ -438,6 +452,20 @@ impl Region {
     /// `changeMembers` (§5.1): keep hosting members with status Up/Leaving/Exiting, by age; if
     /// the oldest changed, forget the coordinator and register again.
     fn on_members_changed(&mut self, members: Vec<Member>, out: &mut Outbox) {
+        // Death watch: a region whose member is gone (removed) or Down is Terminated for us:
+        // forget every shard home pointing at it, so the next message re-asks (§5.4).
+        let alive = |r: RegionRef| {
+            members.iter().any(|m| {
+                m.region() == r && !matches!(m.status, MemberStatus::Down | MemberStatus::Removed)
+            })
+        };
+        let me = self.me;
+        self.region_by_shard.retain(|_, r| *r == me || alive(*r));
+        // Terminated(coordinator) → coordinator = None; startRegistration() (§5.1).
+        let coordinator_gone = self.coordinator.is_some_and(|c| !alive(c.region_ref()));
+        if coordinator_gone {
+            self.coordinator = None;
+        }
         let mut by_age: Vec<Member> = members
             .into_iter()
             .filter(|m| {

@@ -25,6 +25,15 @@ pub struct Settings {
     pub min_nr_of_members: usize,
     /// `least-shard-allocation-strategy.*`.
     pub least_shard_allocation_strategy: LeastShardSettings,
+    /// `akka.cluster.down-removal-margin` (off): the coordinator delays a removed region's
+    /// termination by this much (§3.5); the singleton take-over waits as long (§9.2).
+    pub down_removal_margin_ms: u64,
+    /// Journal call-timeout: an unacknowledged write fails after this and the coordinator stops
+    /// (Akka persistence `circuit-breaker.call-timeout`, 10 s).
+    pub journal_call_timeout_ms: u64,
+    /// `coordinator-failure-backoff` (5 s): delay before the singleton restarts a stopped
+    /// coordinator.
+    pub coordinator_failure_backoff_ms: u64,
 }
 
 impl Default for Settings {
@@ -38,6 +47,9 @@ impl Default for Settings {
             rebalance_interval_ms: 10_000,
             min_nr_of_members: 1,
             least_shard_allocation_strategy: LeastShardSettings::default(),
+            down_removal_margin_ms: 0,
+            journal_call_timeout_ms: 10_000,
+            coordinator_failure_backoff_ms: 5_000,
         }
     }
 }
@@ -80,6 +92,9 @@ pub enum Mutation {
     BufferOutOfOrder,
     /// A region delivers the first message of a flushed buffer twice (breaks no-duplicate).
     BufferDuplicate,
+    /// The coordinator allocates to regions it knows are downed or terminating (the pre-fix
+    /// behaviour of akka#18314/akka#29131; breaks allocation-to-downed).
+    AllocateToDowned,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
