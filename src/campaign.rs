@@ -318,6 +318,8 @@ pub fn add(acc: &mut Stats, s: &Stats) {
     acc.rebalances += s.rebalances;
     acc.rebalances_done += s.rebalances_done;
     acc.entity_starts += s.entity_starts;
+    acc.faults += s.faults;
+    acc.coordinator_starts += s.coordinator_starts;
 }
 
 impl Summary {

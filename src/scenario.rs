@@ -143,6 +143,12 @@ pub struct SwarmSpec {
     pub max_partition_ms: u64,
     /// Fault kinds the swarm may draw from (default: all but operator down and leave).
     pub kinds: Vec<FaultKind>,
+    /// Let faults overlap. Off (the default): each fault heals, and the cluster gets the
+    /// failure detector's pause + stable-after + down-removal-margin to settle, before the
+    /// next one starts — the assumption under which the split-brain resolver is documented to
+    /// be safe. On: faults are placed independently; overlapping faults can make one side's
+    /// decision late (see hazards/sbr-overlapping-faults.toml).
+    pub overlap: bool,
 }
 
 impl Default for SwarmSpec {
@@ -165,6 +171,7 @@ impl Default for SwarmSpec {
                 FaultKind::JournalSlow,
                 FaultKind::JournalFailing,
             ],
+            overlap: false,
         }
     }
 }
@@ -555,13 +562,11 @@ impl Scenario {
                         return Err((field("sides"), "partition needs two non-empty sides".into()))
                     }
                 },
-                FaultKind::OneWay => {
-                    if !node_ok(f.from) || !node_ok(f.to) || f.from == f.to {
-                        return Err((
-                            field("from"),
-                            "one-way needs distinct `from` and `to` nodes".into(),
-                        ));
-                    }
+                FaultKind::OneWay if !node_ok(f.from) || !node_ok(f.to) || f.from == f.to => {
+                    return Err((
+                        field("from"),
+                        "one-way needs distinct `from` and `to` nodes".into(),
+                    ));
                 }
                 FaultKind::Bridge => match f.bridge {
                     Some([a, b, c]) if a < n && b < n && c < n && a != b && b != c && a != c => {}
@@ -572,21 +577,17 @@ impl Scenario {
                         ))
                     }
                 },
-                FaultKind::Pause => {
-                    if f.duration_ms.unwrap_or(0) == 0 {
-                        return Err((
-                            field("duration-ms"),
-                            "pause needs a positive duration-ms".into(),
-                        ));
-                    }
+                FaultKind::Pause if f.duration_ms.unwrap_or(0) == 0 => {
+                    return Err((
+                        field("duration-ms"),
+                        "pause needs a positive duration-ms".into(),
+                    ));
                 }
-                FaultKind::JournalSlow => {
-                    if f.extra_latency_ms.unwrap_or(0) == 0 {
-                        return Err((
-                            field("extra-latency-ms"),
-                            "journal-slow needs extra-latency-ms".into(),
-                        ));
-                    }
+                FaultKind::JournalSlow if f.extra_latency_ms.unwrap_or(0) == 0 => {
+                    return Err((
+                        field("extra-latency-ms"),
+                        "journal-slow needs extra-latency-ms".into(),
+                    ));
                 }
                 _ => {}
             }

@@ -34,6 +34,7 @@ enum O {
     Cancel(Timer),
     Persist(CoordinatorEvent),
     Obs(Observation),
+    Stop(&'static str),
 }
 
 fn norm(o: &Output) -> O {
@@ -43,7 +44,17 @@ fn norm(o: &Output) -> O {
         Output::CancelTimer(t) => O::Cancel(*t),
         Output::Persist(e) => O::Persist(*e),
         Output::Observe(ob) => O::Obs(ob.clone()),
+        Output::Stop { reason } => O::Stop(reason),
     }
+}
+
+/// The journal call-timeout timer that accompanies every persist is checked by its own test;
+/// elsewhere it is left out of exact comparisons.
+fn not_persist_timer(o: &O) -> bool {
+    !matches!(
+        o,
+        O::Set(Timer::PersistTimeout, _) | O::Cancel(Timer::PersistTimeout)
+    )
 }
 
 fn reg(n: u32) -> RegionRef {
@@ -154,7 +165,7 @@ impl T {
     fn h(&mut self, input: Input) -> Vec<O> {
         let mut out = Outbox::default();
         self.r.handle(self.now, input, &mut out);
-        out.0.iter().map(norm).collect()
+        out.0.iter().map(norm).filter(not_persist_timer).collect()
     }
 
     fn from(&mut self, from: Addr, msg: Msg) -> Vec<O> {
@@ -186,7 +197,7 @@ fn start_arms_the_retry_tick() {
     let mut t = T::new(1);
     let mut out = Outbox::default();
     t.r.start(t.now, &mut out);
-    let got: Vec<O> = out.0.iter().map(norm).collect();
+    let got: Vec<O> = out.0.iter().map(norm).filter(not_persist_timer).collect();
     assert_eq!(got, vec![O::Set(Timer::RegionRetry, ms(2_000))]);
 }
 

@@ -78,6 +78,9 @@ macro_rules! scenario_tests {
         fn every_scenario_file_is_tested() {
             let listed: Vec<PathBuf> = vec![$(Path::new(env!("CARGO_MANIFEST_DIR")).join($file)),*];
             for f in all_scenarios() {
+                if f.ends_with("faults/swarm-keep-majority.toml") {
+                    continue; // swarm_keep_majority_is_safe
+                }
                 assert!(listed.contains(&f), "{} has no test in tests/scenarios.rs", f.display());
             }
         }
@@ -93,4 +96,36 @@ scenario_tests! {
     bench => "sim-scenarios/bench.toml",
     hazard_reorder_across_handoff => "sim-scenarios/hazards/reorder-across-handoff.toml",
     hazard_reorder_across_handoff_fixed => "sim-scenarios/hazards/reorder-across-handoff-fixed.toml",
+    coordinator_node_downed => "sim-scenarios/faults/coordinator-node-downed.toml",
+    non_coordinator_node_downed => "sim-scenarios/faults/non-coordinator-node-downed.toml",
+    two_oldest_leave => "sim-scenarios/faults/two-oldest-leave.toml",
+    crash_failover => "sim-scenarios/faults/crash-failover.toml",
+    coordinator_crash_recovery => "sim-scenarios/faults/coordinator-crash-recovery.toml",
+    journal_blackhole => "sim-scenarios/faults/journal-blackhole.toml",
+    auto_down_split_brain => "sim-scenarios/faults/auto-down-split-brain.toml",
+    split_brain_journal => "sim-scenarios/faults/split-brain-journal.toml",
+    keep_majority_split => "sim-scenarios/faults/keep-majority-split.toml",
+    fault_zoo => "sim-scenarios/faults/fault-zoo.toml",
+}
+
+/// The swarm scenario: every seed must keep the safety invariants. Its remaining liveness
+/// findings (a hand-off still open at the end of the quiet period, per-sender order under
+/// faults) are open issues, so this test checks safety only; `shardsim fuzz` reports all.
+#[test]
+fn swarm_keep_majority_is_safe() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/faults/swarm-keep-majority.toml");
+    let sc = Arc::new(Scenario::load(&path).unwrap());
+    let sum = campaign::fuzz(&sc, 0, seeds().min(400), 2, &|_| {});
+    for f in &sum.failures {
+        assert!(
+            matches!(f.invariant, Outcome::Liveness | Outcome::PerSenderOrder),
+            "safety violation {} at seed {}: {}\nreplay: {}",
+            f.invariant,
+            f.seed,
+            f.detail,
+            campaign::replay_command(&path, f.seed)
+        );
+    }
+    assert!(sum.totals.faults > 0, "the swarm drew no faults");
 }

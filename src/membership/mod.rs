@@ -959,7 +959,11 @@ impl Membership {
                 stable_after_ms,
                 ..
             } => {
-                let unreachable = self.last_unstable_key.0.clone();
+                let mut unreachable = self.last_unstable_key.0.clone();
+                // The deciding node is always on its own side: other observers' records about
+                // it (gossiped before a cut) must not move it to the other side (Akka's SBR
+                // decides from the local node's side).
+                unreachable.remove(&self.me);
                 if unreachable.is_empty() || now - self.stable_since < ms(stable_after_ms) {
                     return;
                 }
@@ -984,13 +988,67 @@ impl Membership {
         strategy: &SbrStrategy,
         unreachable: &BTreeSet<NodeAddr>,
     ) -> (&'static str, String, Vec<NodeAddr>) {
+        // Akka SBR "indirectly connected" members: observers of an unreachability that are
+        // themselves observed unreachable (one-way cuts, bridges, stale records from before a
+        // cut). They are downed; the strategy decides only between the clean sides. Without
+        // this, a one-way cut 0 -> 1 lets 0 and 1 each keep a "majority" with node 2.
+        let live_member = |a: &NodeAddr| {
+            self.gossip
+                .status(*a)
+                .is_some_and(|st| st < MemberStatus::Down)
+        };
+        let full = self.gossip.unreachable();
+        let observers: BTreeSet<NodeAddr> = self
+            .gossip
+            .reachability
+            .iter()
+            .filter(|(_, r)| r.unreachable)
+            .map(|((o, _), _)| *o)
+            .filter(|o| live_member(o))
+            .collect();
+        let indirect: BTreeSet<NodeAddr> = observers
+            .intersection(&full)
+            .copied()
+            .filter(|a| live_member(a))
+            .collect();
+        if indirect.is_empty() {
+            return self.sbr_decide_clean(strategy, unreachable, &indirect);
+        }
+        let clean: BTreeSet<NodeAddr> = unreachable.difference(&indirect).copied().collect();
+        let list: Vec<NodeAddr> = indirect.iter().copied().collect();
+        if indirect.contains(&self.me) || clean.is_empty() {
+            return (
+                "indirectly-connected",
+                format!("indirectly connected {list:?}: down them"),
+                list,
+            );
+        }
+        let (name, text, mut downed) = self.sbr_decide_clean(strategy, &clean, &indirect);
+        for a in list {
+            if !downed.contains(&a) {
+                downed.push(a);
+            }
+        }
+        (
+            name,
+            format!("{text}; and down the indirectly connected"),
+            downed,
+        )
+    }
+
+    fn sbr_decide_clean(
+        &self,
+        strategy: &SbrStrategy,
+        unreachable: &BTreeSet<NodeAddr>,
+        excluded: &BTreeSet<NodeAddr>,
+    ) -> (&'static str, String, Vec<NodeAddr>) {
         // Akka SBR counts Up/Leaving/Exiting members; Joining ones are downed with their side
         // but do not count.
         let live: Vec<(NodeAddr, &GossipMember)> = self
             .gossip
             .members
             .iter()
-            .filter(|(_, m)| m.status < MemberStatus::Down)
+            .filter(|(a, m)| m.status < MemberStatus::Down && !excluded.contains(a))
             .map(|(a, m)| (*a, m))
             .collect();
         let counted = |m: &GossipMember| m.status != MemberStatus::Joining;

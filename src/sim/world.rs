@@ -1263,7 +1263,7 @@ impl World {
             fault: format!("{:?}", f.kind),
             detail,
         });
-        let node = f.node.map(|x| NodeId(x as u32));
+        let node = f.node.map(NodeId);
         match f.kind {
             FaultKind::Partition => {
                 if let Some([a, b]) = &f.sides {
@@ -1319,7 +1319,7 @@ impl World {
                     let target = self.addr_of(x);
                     let by = f
                         .by
-                        .map(|b| NodeId(b as u32))
+                        .map(NodeId)
                         .filter(|b| self.nodes[b.0 as usize].up)
                         .or_else(|| (0..n).find(|i| self.nodes[*i].up).map(|i| NodeId(i as u32)));
                     if let Some(by) = by {

@@ -1,0 +1,351 @@
+//! Campaign features: merging slice summaries, independence from the number of jobs,
+//! until-failure, determinism checks, and their command-line faces.
+//!
+//! Failing seeds come from `tests/data/fast-reorder.toml`, a compressed copy of the
+//! reorder-across-handoff hazard (about 3 ms a seed, one seed in six fails), and from the hazard
+//! itself where a few seeds suffice.
+
+use shardsim::campaign::{self, Failure, FailureKind, FuzzOptions, Summary};
+use shardsim::scenario::{Outcome, Scenario};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+const FAST: &str = "tests/data/fast-reorder.toml";
+const HAZARD: &str = "sim-scenarios/hazards/reorder-across-handoff.toml";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn load(rel: &str) -> Arc<Scenario> {
+    Arc::new(Scenario::load(&root().join(rel)).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("shardsim-campaign-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn shardsim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn until(sc: &Arc<Scenario>, start: u64, cap: u64, jobs: usize) -> Summary {
+    let opts = FuzzOptions {
+        check_determinism: None,
+        until_failure: true,
+    };
+    campaign::fuzz_with(sc, start, cap, jobs, opts, &|_| {})
+}
+
+#[test]
+fn one_run_equals_the_merge_of_its_slices() {
+    let sc = load(FAST);
+    let whole = campaign::fuzz(&sc, 0, 400, 2, &|_| {});
+    assert!(
+        whole.failures.len() > 10,
+        "the fast hazard should fail often"
+    );
+    // The slices through the command line: fuzz --summary twice, then merge.
+    let d = tmp("merge");
+    let (a, b, out) = (d.join("a.json"), d.join("b.json"), d.join("all.json"));
+    for (start, file) in [("0", &a), ("200", &b)] {
+        let (code, so, se) = shardsim(&[
+            "fuzz",
+            FAST,
+            "--seed-start",
+            start,
+            "--schedules",
+            "200",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--summary",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{so}{se}");
+    }
+    // Inputs in either order give the same merge.
+    let (code, so, se) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        b.to_str().unwrap(),
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{so}{se}");
+    assert!(so.contains("merged 2 summaries"), "{so}");
+    let merged = campaign::read_summary(&out).unwrap();
+    assert_eq!(merged.totals, whole.totals);
+    assert_eq!(merged.failures, whole.failures);
+    assert_eq!(merged, whole);
+    // And the library merge agrees.
+    let slices = vec![
+        (a.clone(), campaign::read_summary(&a).unwrap()),
+        (b.clone(), campaign::read_summary(&b).unwrap()),
+    ];
+    assert_eq!(campaign::merge(&slices).unwrap(), whole);
+}
+
+#[test]
+fn summaries_do_not_depend_on_the_number_of_jobs() {
+    let sc = load(FAST);
+    let one = campaign::fuzz(&sc, 1000, 150, 1, &|_| {});
+    let two = campaign::fuzz(&sc, 1000, 150, 2, &|_| {});
+    assert!(!one.failures.is_empty());
+    assert_eq!(one, two);
+    // The real hazard, a few seeds.
+    let sc = load(HAZARD);
+    let one = campaign::fuzz(&sc, 0, 24, 1, &|_| {});
+    let two = campaign::fuzz(&sc, 0, 24, 2, &|_| {});
+    assert_eq!(one, two);
+}
+
+#[test]
+fn until_failure_finds_the_same_lowest_seed_with_any_number_of_jobs() {
+    let sc = load(HAZARD);
+    let a = until(&sc, 0, 1000, 1);
+    let b = until(&sc, 0, 1000, 2);
+    assert_eq!(a, b);
+    let first = a.failures[0].seed;
+    assert_eq!(a.schedules, first + 1);
+    assert_eq!(a.expected_found, 1);
+    // Equal to a plain campaign over exactly those seeds.
+    assert_eq!(a, campaign::fuzz(&sc, 0, first + 1, 1, &|_| {}));
+
+    let sc = load(FAST);
+    for start in [0, 137, 5000] {
+        let plain = campaign::fuzz(&sc, start, 120, 1, &|_| {});
+        let first = plain.failures[0].seed;
+        let runs: Vec<Summary> = [1, 2, 3]
+            .iter()
+            .map(|&j| until(&sc, start, 120, j))
+            .collect();
+        for r in &runs {
+            assert_eq!(r, &runs[0], "start {start}");
+        }
+        assert_eq!(runs[0].failures.len(), 1);
+        assert_eq!(runs[0].failures[0].seed, first, "start {start}");
+        assert_eq!(runs[0].schedules, first - start + 1);
+    }
+    // A cap below the first failure: nothing found, every seed up to the cap run.
+    let first = until(&sc, 0, 120, 1).failures[0].seed;
+    if first > 0 {
+        let none = until(&sc, 0, first, 2);
+        assert!(none.failures.is_empty());
+        assert_eq!(none, campaign::fuzz(&sc, 0, first, 1, &|_| {}));
+    }
+}
+
+#[test]
+fn check_determinism_runs_clean_and_changes_nothing_else() {
+    let sc = load("sim-scenarios/two-nodes.toml");
+    let plain = campaign::fuzz(&sc, 0, 60, 2, &|_| {});
+    for k in [1, 7] {
+        let opts = FuzzOptions {
+            check_determinism: Some(k),
+            until_failure: false,
+        };
+        let checked = campaign::fuzz_with(&sc, 0, 60, 2, opts, &|_| {});
+        assert!(checked.failures.is_empty(), "{:?}", checked.failures);
+        assert_eq!(checked, plain);
+    }
+    // On a failing scenario, the violations are the same with or without the check.
+    let sc = load(FAST);
+    let opts = FuzzOptions {
+        check_determinism: Some(1),
+        until_failure: false,
+    };
+    let checked = campaign::fuzz_with(&sc, 0, 60, 2, opts, &|_| {});
+    assert_eq!(checked, campaign::fuzz(&sc, 0, 60, 2, &|_| {}));
+    assert!(checked
+        .failures
+        .iter()
+        .all(|f| f.kind == FailureKind::Violation));
+}
+
+#[test]
+fn failure_kind_serializes() {
+    let f = Failure {
+        seed: 3,
+        kind: FailureKind::Determinism,
+        invariant: Outcome::None,
+        t_us: 12,
+        detail: "two runs differ".into(),
+    };
+    let json = serde_json::to_string(&f).unwrap();
+    assert!(json.contains(r#""kind":"determinism""#), "{json}");
+    assert_eq!(serde_json::from_str::<Failure>(&json).unwrap(), f);
+    // Summaries written before `kind` existed still read, as violations.
+    let old = r#"{"seed":3,"invariant":"per-sender-order","t_us":12,"detail":"x"}"#;
+    assert_eq!(
+        serde_json::from_str::<Failure>(old).unwrap().kind,
+        FailureKind::Violation
+    );
+    // A determinism failure is never expected, whatever the scenario expects.
+    let sum = Summary {
+        failures: vec![f],
+        ..Summary::default()
+    };
+    assert_eq!(sum.unexpected(Outcome::None).count(), 1);
+    assert_eq!(sum.unexpected(Outcome::PerSenderOrder).count(), 1);
+}
+
+fn write_summary(path: &Path, scenario: &str, seed_start: u64, schedules: u64) {
+    let s = Summary {
+        scenario: scenario.into(),
+        seed_start,
+        schedules,
+        ..Summary::default()
+    };
+    std::fs::write(path, serde_json::to_vec_pretty(&s).unwrap()).unwrap();
+}
+
+#[test]
+fn cli_merge_rejects_overlaps_other_scenarios_and_bad_files() {
+    let d = tmp("merge-bad");
+    let (a, b, c, out) = (
+        d.join("slice-a.json"),
+        d.join("slice-b.json"),
+        d.join("slice-c.json"),
+        d.join("out.json"),
+    );
+    write_summary(&a, "fast-reorder", 0, 200);
+    write_summary(&b, "fast-reorder", 100, 200);
+    write_summary(&c, "smoke", 500, 10);
+    let (code, _, err) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("slice-a.json") && err.contains("slice-b.json"),
+        "{err}"
+    );
+    assert!(err.contains("overlap"), "{err}");
+    assert!(!out.exists(), "nothing written on error");
+    let (code, _, err) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("slice-a.json") && err.contains("slice-c.json"),
+        "{err}"
+    );
+    assert!(err.contains("different scenarios"), "{err}");
+    // A summary with a wrong type: file, line and field.
+    let text = std::fs::read_to_string(&a)
+        .unwrap()
+        .replace("\"schedules\": 200", "\"schedules\": \"many\"");
+    std::fs::write(&b, text).unwrap();
+    let (code, _, err) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("slice-b.json:4: field `schedules`"), "{err}");
+    // Adjacent ranges merge.
+    write_summary(&b, "fast-reorder", 200, 50);
+    let (code, so, err) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{so}{err}");
+    let m = campaign::read_summary(&out).unwrap();
+    assert_eq!((m.seed_start, m.schedules), (0, 250));
+}
+
+#[test]
+fn cli_bad_check_determinism_exits_2() {
+    let (code, _, err) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "5",
+        "--check-determinism",
+        "0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--check-determinism"), "{err}");
+    let (code, _, err) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--check-determinism",
+        "every",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--check-determinism"), "{err}");
+}
+
+#[test]
+fn cli_until_failure_and_check_determinism() {
+    let first = until(&load(HAZARD), 0, 200, 2).failures[0].seed;
+    let mut outs = Vec::new();
+    for jobs in ["1", "2"] {
+        let (code, out, err) = shardsim(&[
+            "fuzz",
+            HAZARD,
+            "--until-failure",
+            "--schedules",
+            "200",
+            "--jobs",
+            jobs,
+            "--quiet",
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(
+            out.contains(&format!(
+                "until-failure: first failure after {} schedules: seed {first}",
+                first + 1
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "replay: {}",
+                campaign::replay_command(Path::new(HAZARD), first)
+            )),
+            "{out}"
+        );
+        outs.push(
+            out.lines()
+                .filter(|l| !l.contains("schedules/s"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
+    assert_eq!(outs[0], outs[1]);
+    let (code, out, err) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "20",
+        "--check-determinism",
+        "4",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("determinism: 5 seeds run twice (every 4), 0 with different traces"),
+        "{out}"
+    );
+}
