@@ -120,6 +120,10 @@ enum Ev {
         inc: NodeInc,
     },
     LivenessPhase,
+    /// A pause ends: flush what arrived meanwhile.
+    Resume {
+        node: NodeId,
+    },
 }
 
 struct Item {
@@ -165,6 +169,8 @@ struct Node {
     entity_inc: Vec<u64>,
     /// Paused until this time (µs); 0: running.
     paused_until: u64,
+    /// Events that arrived while paused, in arrival order; flushed before anything newer.
+    deferred: std::collections::VecDeque<Ev>,
 }
 
 struct Sender {
@@ -219,6 +225,8 @@ pub struct World {
     window: Option<(u64, u64)>,
     window_shards: BTreeSet<ShardId>,
     senders_started: BTreeSet<NodeId>,
+    /// When each hand-off in progress started (µs), for the liveness check.
+    handoff_started: BTreeMap<ShardId, u64>,
 }
 
 impl World {
@@ -250,6 +258,7 @@ impl World {
                 mtimers: BTreeMap::new(),
                 entity_inc: Vec::new(),
                 paused_until: 0,
+                deferred: std::collections::VecDeque::new(),
             })
             .collect();
         let mut wl_rng = Rng::fork(seed, Stream::Workload);
@@ -307,6 +316,7 @@ impl World {
             window: None,
             window_shards: BTreeSet::new(),
             senders_started: BTreeSet::new(),
+            handoff_started: BTreeMap::new(),
             sc,
         };
         // Joins, in node order at equal times: the first to join is the oldest.
@@ -425,6 +435,7 @@ impl World {
             Ev::Timer { node, .. }
             | Ev::MTimer { node, .. }
             | Ev::Persisted { node, .. }
+            | Ev::Resume { node }
             | Ev::SingletonCheck { node, .. } => Some(*node),
             Ev::Send { sender } => Some(self.senders[*sender as usize].node),
             _ => None,
@@ -433,13 +444,24 @@ impl World {
 
     fn apply(&mut self, ev: Ev) {
         if let Some(node) = self.target(&ev) {
-            let until = self.nodes[node.0 as usize].paused_until;
-            if until > self.now.0 {
-                // A paused process handles nothing; its events wait, in order, until it resumes.
-                self.push(Instant(until), ev);
+            let n = &mut self.nodes[node.0 as usize];
+            if n.paused_until > self.now.0 {
+                // A paused process handles nothing; its events wait, in arrival order.
+                n.deferred.push_back(ev);
                 return;
             }
+            if !n.deferred.is_empty() {
+                // Resumed: everything that arrived during the pause goes first (FIFO per link).
+                let deferred = std::mem::take(&mut n.deferred);
+                for e in deferred {
+                    self.apply_now(e);
+                }
+            }
         }
+        self.apply_now(ev);
+    }
+
+    fn apply_now(&mut self, ev: Ev) {
         match ev {
             Ev::Deliver {
                 from,
@@ -531,6 +553,7 @@ impl World {
                 }
             }
             Ev::LivenessPhase => self.on_liveness_phase(),
+            Ev::Resume { .. } => {}
         }
     }
 
@@ -1172,6 +1195,7 @@ impl World {
             }
             Observation::RebalanceStarted { shard, from } => {
                 self.stats.rebalances += 1;
+                self.handoff_started.insert(shard, self.now.0);
                 if self.tracer.on() {
                     self.emit(TraceEvent::RebalanceStarted {
                         shard,
@@ -1180,6 +1204,7 @@ impl World {
                 }
             }
             Observation::RebalanceDone { shard, ok } => {
+                self.handoff_started.remove(&shard);
                 if ok {
                     self.stats.rebalances_done += 1;
                 }
@@ -1310,7 +1335,11 @@ impl World {
             FaultKind::Pause => {
                 if let (Some(x), Some(d)) = (node, f.duration_ms) {
                     if self.nodes[x.0 as usize].up {
-                        self.nodes[x.0 as usize].paused_until = self.now.0 + d * 1000;
+                        let until = self.now.0 + d * 1000;
+                        let n = &mut self.nodes[x.0 as usize];
+                        n.paused_until = n.paused_until.max(until);
+                        let at = Instant(n.paused_until);
+                        self.push(at, Ev::Resume { node: x });
                     }
                 }
             }
@@ -1357,10 +1386,9 @@ impl World {
         self.set_journal_reachable(true);
         self.journal.failing = false;
         self.journal.extra_latency_us = 0;
+        // Pauses are left to end on their own: cutting one short would let newer messages
+        // overtake the ones it deferred.
         for i in 0..self.nodes.len() {
-            if self.nodes[i].paused_until > self.now.0 {
-                self.nodes[i].paused_until = self.now.0;
-            }
             if !self.nodes[i].up {
                 self.on_join(NodeId(i as u32));
             }
@@ -1396,8 +1424,17 @@ impl World {
                     pending.push(format!("shard {s} received messages but has no home"));
                 }
             }
+            // I4: every hand-off ends within handoff-timeout; one that started just before the
+            // end is not pending.
+            let timeout = self.sc.settings.handoff_timeout_ms * 1000;
             for s in c.handoffs().keys() {
-                pending.push(format!("the hand-off of shard {s} is still in progress"));
+                let started = self.handoff_started.get(s).copied().unwrap_or(0);
+                if self.end.0.saturating_sub(started) > timeout {
+                    pending.push(format!(
+                        "the hand-off of shard {s}, started at t={}, is still in progress after handoff-timeout",
+                        Instant(started)
+                    ));
+                }
             }
         }
         for ((sender, entity, seq), t) in self.pending.iter().take(3) {
