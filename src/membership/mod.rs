@@ -1002,7 +1002,9 @@ impl Membership {
             .gossip
             .reachability
             .iter()
-            .filter(|(_, r)| r.unreachable)
+            // Only records about live subjects: an observer of an already Down member (stale,
+            // e.g. a crashed node's old incarnation) is not indirectly connected.
+            .filter(|((_, subject), r)| r.unreachable && live_member(subject))
             .map(|((o, _), _)| *o)
             .filter(|o| live_member(o))
             .collect();

@@ -25,6 +25,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
+/// Akka's `seed-node-timeout` (5 s).
+const SEED_NODE_TIMEOUT_S: u64 = 5;
+
 /// Counters of one schedule.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
@@ -123,6 +126,11 @@ enum Ev {
     /// A pause ends: flush what arrived meanwhile.
     Resume {
         node: NodeId,
+    },
+    /// Akka's seed-node process: a joining node not welcomed by now tries again.
+    JoinCheck {
+        node: NodeId,
+        inc: NodeInc,
     },
 }
 
@@ -436,6 +444,7 @@ impl World {
             | Ev::MTimer { node, .. }
             | Ev::Persisted { node, .. }
             | Ev::Resume { node }
+            | Ev::JoinCheck { node, .. }
             | Ev::SingletonCheck { node, .. } => Some(*node),
             Ev::Send { sender } => Some(self.senders[*sender as usize].node),
             _ => None,
@@ -554,6 +563,7 @@ impl World {
             }
             Ev::LivenessPhase => self.on_liveness_phase(),
             Ev::Resume { .. } => {}
+            Ev::JoinCheck { node, inc } => self.on_join_check(node, inc),
         }
     }
 
@@ -685,6 +695,10 @@ impl World {
         self.apply_outputs(node, Role::Region, &mut out);
         self.out = out;
         self.handle_membership(node, MInput::Start { seeds });
+        self.push(
+            self.now + Duration::from_secs(SEED_NODE_TIMEOUT_S),
+            Ev::JoinCheck { node, inc },
+        );
         // Start this node's senders once (a sender survives its node's crash and resumes after).
         if self.senders_started.insert(node) {
             let start = Instant(0) + Duration::from_millis(self.sc.workload.start_ms);
@@ -762,6 +776,62 @@ impl World {
             }
         }
         self.mout = mout;
+    }
+
+    /// Akka's seed-node process (`seed-node-timeout`): a node that no member has welcomed joins
+    /// again through the nodes that are members; when there are none (the whole cluster went
+    /// down), the lowest live node joins itself and the others join it.
+    fn on_join_check(&mut self, node: NodeId, inc: NodeInc) {
+        let idx = node.0 as usize;
+        let n = &self.nodes[idx];
+        if !n.up || n.inc != inc {
+            return;
+        }
+        if n.membership
+            .as_ref()
+            .is_none_or(|m| m.status_of_self().is_some())
+        {
+            return; // welcomed
+        }
+        let members: Vec<NodeAddr> = (0..self.nodes.len())
+            .filter(|i| *i != idx && self.nodes[*i].up)
+            .filter(|i| {
+                self.nodes[*i]
+                    .membership
+                    .as_ref()
+                    .is_some_and(|m| m.status_of_self() == Some(MemberStatus::Up))
+            })
+            .map(|i| self.addr_of(NodeId(i as u32)))
+            .collect();
+        let lowest_live = (0..self.nodes.len()).find(|i| self.nodes[*i].up);
+        let seeds = if !members.is_empty() {
+            members
+        } else if lowest_live == Some(idx) {
+            Vec::new() // join itself: a new cluster
+        } else {
+            lowest_live
+                .map(|i| vec![self.addr_of(NodeId(i as u32))])
+                .unwrap_or_default()
+        };
+        let hosting = self.nodes[idx].hosting;
+        let n = &mut self.nodes[idx];
+        n.mtimers.clear();
+        n.membership = Some(Membership::new(
+            NodeAddr { node, inc },
+            hosting,
+            self.sc.membership.clone(),
+        ));
+        if self.tracer.on() {
+            self.emit(TraceEvent::Cluster {
+                node,
+                event: format!("join again via {seeds:?}"),
+            });
+        }
+        self.handle_membership(node, MInput::Start { seeds });
+        self.push(
+            self.now + Duration::from_secs(SEED_NODE_TIMEOUT_S),
+            Ev::JoinCheck { node, inc },
+        );
     }
 
     /// A node's member view changed: tell its region and coordinator, then re-decide where the
