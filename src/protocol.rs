@@ -243,6 +243,13 @@ pub enum Observation {
         /// `false` after `handoff-timeout`.
         ok: bool,
     },
+    /// The coordinator decided where a shard goes (before persisting the allocation).
+    AllocationDecided {
+        /// The shard.
+        shard: ShardId,
+        /// The chosen region.
+        region: RegionRef,
+    },
     /// The coordinator allocated a shard.
     ShardAllocated {
         /// The shard.

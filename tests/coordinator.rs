@@ -41,7 +41,9 @@ fn norm(o: &Output) -> O {
 fn not_persist_timer(o: &O) -> bool {
     !matches!(
         o,
-        O::Set(Timer::PersistTimeout, _) | O::Cancel(Timer::PersistTimeout)
+        O::Set(Timer::PersistTimeout, _)
+            | O::Cancel(Timer::PersistTimeout)
+            | O::Obs(Observation::AllocationDecided { .. })
     )
 }
 

@@ -61,3 +61,56 @@ fn region_delivering_a_buffered_message_twice_breaks_no_duplicate() {
     let f = first_violation(&sc, 100).expect("the duplicating region was never caught");
     assert_eq!(f.invariant, Outcome::NoDuplicate, "{f:?}");
 }
+
+#[test]
+fn coordinator_allocating_to_a_removed_region_breaks_allocation_to_downed() {
+    // Node 2 joins late (few shards), crashes, is downed; during the long down-removal-margin
+    // the coordinator must not allocate new shards to it.
+    let text = r#"
+name = "allocate-to-downed"
+[cluster]
+nodes = 3
+join-at-ms = [0, 0, 2000]
+[entities]
+count = 400
+shards = 200
+[workload]
+senders-per-node = 2
+interval-ms = [20, 60]
+stop-ms = 25000
+[settings]
+down-removal-margin-ms = 15000
+[[faults]]
+at-ms = 3500
+kind = "crash"
+node = 2
+[[faults]]
+at-ms = 4000
+kind = "down"
+node = 2
+by = 0
+[run]
+duration-ms = 30000
+"#;
+    let mut sc = Scenario::parse(text, Path::new("allocate-to-downed.toml")).unwrap();
+    let faithful = Arc::new(sc.clone());
+    assert_eq!(
+        first_violation(&faithful, 30),
+        None,
+        "the faithful coordinator never allocates to a downed region"
+    );
+    sc.options.mutation = Mutation::AllocateToDowned;
+    let f = first_violation(&Arc::new(sc), 30).expect("the broken coordinator was never caught");
+    assert_eq!(f.invariant, Outcome::AllocationToDowned, "{f:?}");
+}
+
+#[test]
+fn region_that_never_reasks_for_a_shard_home_breaks_liveness() {
+    let mut sc = Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/faults/journal-blackhole.toml"),
+    )
+    .unwrap();
+    sc.options.mutation = Mutation::RegionNeverReasks;
+    let f = first_violation(&Arc::new(sc), 20).expect("the stranded buffer was never caught");
+    assert_eq!(f.invariant, Outcome::Liveness, "{f:?}");
+}

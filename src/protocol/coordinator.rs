@@ -482,6 +482,15 @@ impl Coordinator {
         let mut v = Vec::with_capacity(self.state.regions.len());
         for (r, shards) in &self.state.regions {
             let Some(m) = self.members.iter().find(|m| m.region() == *r) else {
+                if self.options.mutation == Mutation::AllocateToDowned {
+                    // Broken variant: a region whose member is gone still counts.
+                    v.push(RegionEntry {
+                        region: *r,
+                        up_number: u32::MAX,
+                        leaving: false,
+                        shards: shards.clone(),
+                    });
+                }
                 continue;
             };
             let leaving = !matches!(m.status, MemberStatus::Up | MemberStatus::Joining);
@@ -541,6 +550,7 @@ impl Coordinator {
         if !self.state.regions.contains_key(&region) {
             return; // the strategy chose an unknown region: ignore, the requester retries
         }
+        out.observe(Observation::AllocationDecided { shard, region });
         self.persist(
             CoordinatorEvent::ShardHomeAllocated { shard, region },
             AfterPersist::Allocated {

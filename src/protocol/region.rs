@@ -298,6 +298,9 @@ impl Region {
     }
 
     fn request_shard_buffer_homes(&mut self, out: &mut Outbox) {
+        if self.cfg.options.mutation == Mutation::RegionNeverReasks {
+            return;
+        }
         if let Some(c) = self.coordinator {
             for shard in self.buffers.keys() {
                 out.send(c, Msg::GetShardHome { shard: *shard });

@@ -92,9 +92,12 @@ pub enum Mutation {
     BufferOutOfOrder,
     /// A region delivers the first message of a flushed buffer twice (breaks no-duplicate).
     BufferDuplicate,
-    /// The coordinator allocates to regions it knows are downed or terminating (the pre-fix
-    /// behaviour of akka#18314/akka#29131; breaks allocation-to-downed).
+    /// The coordinator allocates to regions it knows are downed, removed or terminating (the
+    /// pre-fix behaviour of akka#18314/akka#29131; breaks allocation-to-downed).
     AllocateToDowned,
+    /// A region never asks GetShardHome again for a shard with buffered messages (no Retry
+    /// re-ask, none after RegisterAck): a lost request strands the buffer (breaks liveness).
+    RegionNeverReasks,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.

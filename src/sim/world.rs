@@ -1282,9 +1282,9 @@ impl World {
                     self.emit(TraceEvent::RebalanceDone { shard, ok });
                 }
             }
-            Observation::ShardAllocated { shard, region } => {
-                // §12 B10 oracle: never allocate to a region this coordinator's node knows is
-                // downed or removed.
+            Observation::AllocationDecided { shard, region } => {
+                // §12 B10 oracle, at decision time: never choose a region this coordinator's
+                // node knows is downed or removed.
                 let known = self.nodes[idx]
                     .view
                     .iter()
@@ -1303,6 +1303,8 @@ impl World {
                         ),
                     );
                 }
+            }
+            Observation::ShardAllocated { shard, region } => {
                 if self.tracer.on() {
                     self.emit(TraceEvent::ShardAllocated {
                         shard,
