@@ -543,3 +543,66 @@ impl Tracer {
         s
     }
 }
+
+/// A canonical, readable rebalance log of a full trace: which shard moved from which node to
+/// which, when, and why (first allocation, rebalance hand-off, fail-over after its node left),
+/// plus coordinator starts and timed-out hand-offs. Snapshot tests compare it, so a change to
+/// the protocol or the allocation strategy shows up as a reviewable diff.
+pub fn rebalance_log(events: &[(Instant, TraceEvent)]) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let mut home: BTreeMap<crate::ids::ShardId, NodeId> = BTreeMap::new();
+    let mut handing_off: BTreeMap<crate::ids::ShardId, NodeId> = BTreeMap::new();
+    let mut down: BTreeMap<NodeId, String> = BTreeMap::new();
+    let mut out = String::new();
+    for (t, e) in events {
+        match e {
+            TraceEvent::CoordinatorStarted { node, replayed } => {
+                let _ = writeln!(
+                    out,
+                    "{t} coordinator started on node {} (replayed {replayed} events)",
+                    node.0
+                );
+            }
+            TraceEvent::NodeDown { node, reason, .. } => {
+                down.insert(*node, reason.clone());
+                let _ = writeln!(out, "{t} node {} down: {reason}", node.0);
+            }
+            TraceEvent::NodeUp { node, .. } => {
+                down.remove(node);
+            }
+            TraceEvent::RebalanceStarted { shard, from } => {
+                handing_off.insert(*shard, *from);
+            }
+            TraceEvent::RebalanceDone { shard, ok: false } => {
+                handing_off.remove(shard);
+                let _ = writeln!(out, "{t} shard {shard}: hand-off timed out, stays put");
+            }
+            TraceEvent::ShardAllocated { shard, node } => {
+                let why = match (home.get(shard), handing_off.remove(shard)) {
+                    (None, _) => format!("shard {shard}: allocated to node {}", node.0),
+                    (Some(prev), Some(_)) => {
+                        format!(
+                            "shard {shard}: node {} -> node {} (rebalance)",
+                            prev.0, node.0
+                        )
+                    }
+                    (Some(prev), None) => match down.get(prev) {
+                        Some(r) => format!(
+                            "shard {shard}: node {} -> node {} (fail-over: node {} {r})",
+                            prev.0, node.0, prev.0
+                        ),
+                        None => format!(
+                            "shard {shard}: node {} -> node {} (re-allocated)",
+                            prev.0, node.0
+                        ),
+                    },
+                };
+                home.insert(*shard, *node);
+                let _ = writeln!(out, "{t} {why}");
+            }
+            _ => {}
+        }
+    }
+    out
+}
