@@ -5,40 +5,19 @@
 //! reorder-across-handoff hazard (about 3 ms a seed, one seed in six fails), and from the hazard
 //! itself where a few seeds suffice.
 
+mod common;
+use common::*;
+
 use shardsim::campaign::{self, Failure, FailureKind, FuzzOptions, Summary};
 use shardsim::scenario::{Outcome, Scenario};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 
 const FAST: &str = "tests/data/fast-reorder.toml";
 const HAZARD: &str = "sim-scenarios/hazards/reorder-across-handoff.toml";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn load(rel: &str) -> Arc<Scenario> {
     Arc::new(Scenario::load(&root().join(rel)).unwrap_or_else(|e| panic!("{e}")))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("shardsim-campaign-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn shardsim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn until(sc: &Arc<Scenario>, start: u64, cap: u64, jobs: usize) -> Summary {

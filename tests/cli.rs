@@ -1,19 +1,7 @@
 //! The command line as a user meets it: exit codes, error messages naming file, line and field.
 
-use std::process::Command;
-
-fn shardsim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::*;
 
 #[test]
 fn bad_scenario_files_name_file_line_and_field() {

@@ -2,50 +2,20 @@
 //!
 //! Every test drives one `Coordinator` through `handle` and asserts on the exact outputs appended.
 
+mod common;
+use common::*;
+
 use shardsim::ids::{NodeId, NodeInc, RegionRef, ShardId};
 use shardsim::protocol::allocation::LeastShardAllocationStrategy;
 use shardsim::protocol::coordinator::{Coordinator, HandOff};
 use shardsim::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use shardsim::protocol::{
-    Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Output, Timer,
+    Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Timer,
 };
 use shardsim::time::{Duration, Instant};
 use std::collections::BTreeMap;
 
 // ---- helpers ----
-
-/// An `Output` with equality, for exact comparisons.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum O {
-    Send(Addr, Msg),
-    Set(Timer, Duration),
-    Cancel(Timer),
-    Persist(CoordinatorEvent),
-    Obs(Observation),
-    Stop(&'static str),
-}
-
-fn norm(o: &Output) -> O {
-    match o {
-        Output::Send { to, msg } => O::Send(*to, *msg),
-        Output::SetTimer { timer, after } => O::Set(*timer, *after),
-        Output::CancelTimer(t) => O::Cancel(*t),
-        Output::Persist(e) => O::Persist(*e),
-        Output::Observe(ob) => O::Obs(ob.clone()),
-        Output::Stop { reason } => O::Stop(reason),
-    }
-}
-
-/// The journal call-timeout timer that accompanies every persist is checked by its own test;
-/// elsewhere it is left out of exact comparisons.
-fn not_persist_timer(o: &O) -> bool {
-    !matches!(
-        o,
-        O::Set(Timer::PersistTimeout, _)
-            | O::Cancel(Timer::PersistTimeout)
-            | O::Obs(Observation::AllocationDecided { .. })
-    )
-}
 
 /// The coordinator runs on node 0; A, B are hosting regions on nodes 1, 2; P a proxy on node 3.
 const C: u32 = 0;

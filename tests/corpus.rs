@@ -1,35 +1,14 @@
 //! The failing-seed corpus, `tests/corpus.jsonl`: every recorded seed still fails with the
 //! recorded invariant at the recorded simulated time; appending keeps what is there.
 
+mod common;
+use common::*;
+
 use shardsim::campaign::{self, CorpusEntry, CORPUS_CAP};
 use shardsim::scenario::{Outcome, Scenario};
 use shardsim::trace::TraceMode;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("shardsim-corpus-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn shardsim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn every_corpus_entry_replays() {

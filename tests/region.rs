@@ -2,13 +2,16 @@
 //!
 //! Every test drives one `Region` through `handle` and asserts on the exact outputs appended.
 
+mod common;
+use common::*;
+
 use shardsim::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
 use shardsim::protocol::entity::{RecordingFactory, ShardExtractor};
 use shardsim::protocol::region::{Region, RegionConfig};
 use shardsim::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use shardsim::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation,
-    Outbox, Output, StopReason, Timer,
+    Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, StopReason,
+    Timer,
 };
 use shardsim::time::{Duration, Instant};
 use std::sync::Arc;
@@ -25,39 +28,6 @@ impl ShardExtractor for ModExtractor {
 }
 
 const SHARDS: u32 = 3;
-
-/// An `Output` with equality, for exact comparisons.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum O {
-    Send(Addr, Msg),
-    Set(Timer, Duration),
-    Cancel(Timer),
-    Persist(CoordinatorEvent),
-    Obs(Observation),
-    Stop(&'static str),
-}
-
-fn norm(o: &Output) -> O {
-    match o {
-        Output::Send { to, msg } => O::Send(*to, *msg),
-        Output::SetTimer { timer, after } => O::Set(*timer, *after),
-        Output::CancelTimer(t) => O::Cancel(*t),
-        Output::Persist(e) => O::Persist(*e),
-        Output::Observe(ob) => O::Obs(ob.clone()),
-        Output::Stop { reason } => O::Stop(reason),
-    }
-}
-
-/// The journal call-timeout timer that accompanies every persist is checked by its own test;
-/// elsewhere it is left out of exact comparisons.
-fn not_persist_timer(o: &O) -> bool {
-    !matches!(
-        o,
-        O::Set(Timer::PersistTimeout, _)
-            | O::Cancel(Timer::PersistTimeout)
-            | O::Obs(Observation::AllocationDecided { .. })
-    )
-}
 
 fn reg(n: u32) -> RegionRef {
     RegionRef {

@@ -942,6 +942,12 @@ impl World {
 
     fn recovery_failed(&mut self, node: NodeId, reason: String) {
         self.emit(TraceEvent::RecoveryFailed { node, reason });
+        self.back_off_singleton(node);
+    }
+
+    /// The singleton's back-off supervisor (`coordinator-failure-backoff`): no coordinator on
+    /// `node` before the back-off ends, then check again.
+    fn back_off_singleton(&mut self, node: NodeId) {
         let backoff = self.sc.settings.coordinator_failure_backoff_ms * 1000;
         let n = &mut self.nodes[node.0 as usize];
         n.coord_backoff_until = self.now.0 + backoff;
@@ -978,10 +984,7 @@ impl World {
                 self.send(from, to, Msg::CoordinatorTerminated);
             }
         }
-        let backoff = self.sc.settings.coordinator_failure_backoff_ms * 1000;
-        self.nodes[idx].coord_backoff_until = self.now.0 + backoff;
-        let at = Instant(self.nodes[idx].coord_backoff_until);
-        self.push(at, Ev::SingletonCheck { node, inc });
+        self.back_off_singleton(node);
     }
 
     /// A node stops: crash, or shutdown after being downed, removed or leaving.

@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests: the repository root, scratch folders, running the
+//! `shardsim` binary, and an `Output` with equality for exact comparisons of role outputs.
+//! Each test crate uses a part of it.
+#![allow(dead_code)]
+
+use shardsim::protocol::Addr;
+use shardsim::protocol::{CoordinatorEvent, Msg, Observation, Output, Timer};
+use shardsim::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh scratch folder for this test crate and process.
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "shardsim-{}-{}-{name}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run the `shardsim` binary from the repository root: (exit code, stdout, stderr).
+pub fn shardsim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An `Output` with equality, for exact comparisons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum O {
+    Send(Addr, Msg),
+    Set(Timer, Duration),
+    Cancel(Timer),
+    Persist(CoordinatorEvent),
+    Obs(Observation),
+    Stop(&'static str),
+}
+
+/// The comparable form of an output.
+pub fn norm(o: &Output) -> O {
+    match o {
+        Output::Send { to, msg } => O::Send(*to, *msg),
+        Output::SetTimer { timer, after } => O::Set(*timer, *after),
+        Output::CancelTimer(t) => O::Cancel(*t),
+        Output::Persist(e) => O::Persist(*e),
+        Output::Observe(ob) => O::Obs(ob.clone()),
+        Output::Stop { reason } => O::Stop(reason),
+    }
+}
+
+/// The journal call-timeout timer that accompanies every persist, and the allocation-decision
+/// observation, are checked by their own tests; elsewhere they are left out of exact
+/// comparisons.
+pub fn not_persist_timer(o: &O) -> bool {
+    !matches!(
+        o,
+        O::Set(Timer::PersistTimeout, _)
+            | O::Cancel(Timer::PersistTimeout)
+            | O::Obs(Observation::AllocationDecided { .. })
+    )
+}
