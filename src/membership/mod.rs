@@ -14,6 +14,7 @@ use crate::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 #[cfg(test)]
 mod tests;
@@ -188,6 +189,14 @@ impl GossipState {
         self.prune();
     }
 
+    /// Whether [`Self::prune`] would change nothing.
+    fn is_pruned(&self) -> bool {
+        self.reachability.keys().all(|(o, s)| {
+            self.status(*o) != Some(MemberStatus::Removed)
+                && self.status(*s) != Some(MemberStatus::Removed)
+        })
+    }
+
     /// Akka drops the reachability records of removed members.
     fn prune(&mut self) {
         let removed: BTreeSet<NodeAddr> = self
@@ -232,8 +241,8 @@ pub enum MMsg {
     },
     /// Reply to `Join`: the joiner is now a Joining member of this state.
     Welcome {
-        /// The current state.
-        gossip: GossipState,
+        /// The current state (shared: a broadcast clones a pointer, not the maps).
+        gossip: Arc<GossipState>,
     },
     /// Failure-detector heartbeat.
     Heartbeat,
@@ -241,8 +250,8 @@ pub enum MMsg {
     HeartbeatRsp,
     /// Full state push.
     Gossip {
-        /// The sender's state.
-        gossip: GossipState,
+        /// The sender's state (shared: a broadcast clones a pointer, not the maps).
+        gossip: Arc<GossipState>,
     },
 }
 
@@ -363,6 +372,11 @@ pub struct Membership {
     gossip: GossipState,
     /// Content changed locally or by a merge since the last broadcast.
     dirty: bool,
+    /// Bumped on every change of the content (members, reachability).
+    rev: u64,
+    /// The `rev` whose derived state (statuses, member list, monitoring, reachability
+    /// bookkeeping, leader) `post` last brought up to date.
+    post_rev: Option<u64>,
     /// This node's own reachability version counter.
     reach_version: u64,
     /// Failure detector: last heartbeat response per monitored member.
@@ -392,6 +406,8 @@ impl Membership {
             seeds: Vec::new(),
             gossip: GossipState::default(),
             dirty: false,
+            rev: 0,
+            post_rev: None,
             reach_version: 0,
             last_heard: BTreeMap::new(),
             down_seen_at: BTreeMap::new(),
@@ -501,6 +517,7 @@ impl Membership {
 
     /// A local change of the content: only this node has seen it.
     fn touch(&mut self) {
+        self.rev += 1;
         self.gossip.seen.clear();
         self.gossip.seen.insert(self.me);
         self.dirty = true;
@@ -721,7 +738,7 @@ impl Membership {
                 out.push(MOutput::Send {
                     to: from,
                     msg: MMsg::Welcome {
-                        gossip: self.gossip.clone(),
+                        gossip: Arc::new(self.gossip.clone()),
                     },
                 });
             }
@@ -761,12 +778,12 @@ impl Membership {
         out.push(MOutput::Send {
             to: from,
             msg: MMsg::Welcome {
-                gossip: self.gossip.clone(),
+                gossip: Arc::new(self.gossip.clone()),
             },
         });
     }
 
-    fn on_gossip(&mut self, from: NodeAddr, incoming: GossipState, out: &mut Vec<MOutput>) {
+    fn on_gossip(&mut self, from: NodeAddr, incoming: Arc<GossipState>, out: &mut Vec<MOutput>) {
         // Akka ignores gossip that does not contain the receiver, or (once joined) comes from
         // a sender it does not know.
         if !incoming.members.contains_key(&self.me) {
@@ -779,6 +796,22 @@ impl Membership {
             // The Welcome (or the first gossip naming us) makes us a member.
             self.joined = true;
             out.push(MOutput::CancelTimer(MTimer::JoinRetry));
+        }
+        if self.gossip.same_content(&incoming) && self.gossip.is_pruned() {
+            // The common case in a quiet cluster: the same content, so the merge is a no-op
+            // and only the seen sets are united (as below, without copying the state).
+            let seen: BTreeSet<NodeAddr> = incoming.seen.difference(&self.gossip.seen).copied().collect();
+            self.gossip.seen.extend(seen);
+            self.gossip.seen.insert(self.me);
+            if !incoming.seen.contains(&self.me) {
+                out.push(MOutput::Send {
+                    to: from,
+                    msg: MMsg::Gossip {
+                        gossip: Arc::new(self.gossip.clone()),
+                    },
+                });
+            }
+            return;
         }
         let mut merged = self.gossip.clone();
         merged.merge_content(&incoming);
@@ -796,13 +829,14 @@ impl Membership {
         self.gossip = merged;
         if !same_mine {
             self.dirty = true;
+            self.rev += 1;
         }
         // The sender is behind or has not seen that we have seen it: answer it directly.
         if !same_theirs || !incoming.seen.contains(&self.me) {
             out.push(MOutput::Send {
                 to: from,
                 msg: MMsg::Gossip {
-                    gossip: self.gossip.clone(),
+                    gossip: Arc::new(self.gossip.clone()),
                 },
             });
         }
@@ -810,14 +844,16 @@ impl Membership {
 
     fn gossip_to_all(&self, out: &mut Vec<MOutput>) {
         // Akka `validNodeForGossip`: not self, not Removed, reachable from this node.
+        let mut shared: Option<Arc<GossipState>> = None;
         for (a, m) in &self.gossip.members {
             if *a != self.me && m.status != MemberStatus::Removed && !self.observes_unreachable(*a)
             {
+                let gossip = shared
+                    .get_or_insert_with(|| Arc::new(self.gossip.clone()))
+                    .clone();
                 out.push(MOutput::Send {
                     to: *a,
-                    msg: MMsg::Gossip {
-                        gossip: self.gossip.clone(),
-                    },
+                    msg: MMsg::Gossip { gossip },
                 });
             }
         }
@@ -1135,6 +1171,36 @@ impl Membership {
         if self.stopped || !self.joined {
             return;
         }
+        if self.post_rev != Some(self.rev) {
+            self.post_rev = Some(self.rev);
+            self.post_content_changed(now, out);
+        }
+        if self.dirty {
+            self.dirty = false;
+            self.gossip_to_all(out);
+        }
+        // A node that sees itself Down, Removed or Exiting stops (Akka: MemberDowned /
+        // MemberRemoved(self) → shutdown; Exiting → coordinated shutdown "left").
+        let me = self.gossip.members.get(&self.me);
+        let reason = match me.map(|m| (m.status, &m.down_reason)) {
+            Some((MemberStatus::Down, r)) => Some(r.clone().unwrap_or_else(|| "downed".into())),
+            Some((MemberStatus::Exiting, _)) => Some("left".into()),
+            // Removed without a down reason only happens via Leaving → Exiting → Removed.
+            Some((MemberStatus::Removed, r)) => Some(r.clone().unwrap_or_else(|| "left".into())),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            self.stopped = true;
+            out.push(MOutput::CancelTimer(MTimer::GossipTick));
+            out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
+            out.push(MOutput::Shutdown { reason });
+        }
+    }
+
+    /// What follows from the content: status events, the member list, failure-detector
+    /// monitoring, reachability bookkeeping and the leader. A pure function of the content
+    /// (and of `now` for first sightings), so `post` skips it while the content is unchanged.
+    fn post_content_changed(&mut self, now: Instant, out: &mut Vec<MOutput>) {
         // Newly Down members start their removal margin now.
         for (a, m) in &self.gossip.members {
             if m.status == MemberStatus::Down {
@@ -1173,26 +1239,6 @@ impl Membership {
         if leader != self.last_leader {
             self.last_leader = leader;
             out.push(MOutput::Observe(MembershipEvent::LeaderChanged { leader }));
-        }
-        if self.dirty {
-            self.dirty = false;
-            self.gossip_to_all(out);
-        }
-        // A node that sees itself Down, Removed or Exiting stops (Akka: MemberDowned /
-        // MemberRemoved(self) → shutdown; Exiting → coordinated shutdown "left").
-        let me = self.gossip.members.get(&self.me);
-        let reason = match me.map(|m| (m.status, m.down_reason.clone())) {
-            Some((MemberStatus::Down, r)) => Some(r.unwrap_or_else(|| "downed".into())),
-            Some((MemberStatus::Exiting, _)) => Some("left".into()),
-            // Removed without a down reason only happens via Leaving → Exiting → Removed.
-            Some((MemberStatus::Removed, r)) => Some(r.unwrap_or_else(|| "left".into())),
-            _ => None,
-        };
-        if let Some(reason) = reason {
-            self.stopped = true;
-            out.push(MOutput::CancelTimer(MTimer::GossipTick));
-            out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
-            out.push(MOutput::Shutdown { reason });
         }
     }
 }

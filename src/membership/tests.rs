@@ -561,7 +561,7 @@ fn garbage_is_ignored() {
         MInput::Deliver {
             from: stranger,
             msg: MMsg::Gossip {
-                gossip: GossipState::default(),
+                gossip: std::sync::Arc::new(GossipState::default()),
             },
         },
     ];
@@ -695,7 +695,7 @@ fn fuzz_never_panics() {
                 }
                 MInput::Deliver {
                     from,
-                    msg: MMsg::Gossip { gossip: g },
+                    msg: MMsg::Gossip { gossip: std::sync::Arc::new(g) },
                 }
             }
         };

@@ -24,6 +24,33 @@ impl ShardExtractor for HashExtractor {
     }
 }
 
+/// [`HashExtractor`] with its answers for entities `0..entities` computed once: the same
+/// function, one array lookup per message (the simulator's hot path).
+#[derive(Clone, Debug)]
+pub struct TabledExtractor {
+    inner: HashExtractor,
+    table: Vec<ShardId>,
+}
+
+impl TabledExtractor {
+    /// Tabulate `inner` for entity ids below `entities`.
+    pub fn new(inner: HashExtractor, entities: u32) -> Self {
+        TabledExtractor {
+            inner,
+            table: (0..entities).map(|e| inner.shard_id(EntityId(e))).collect(),
+        }
+    }
+}
+
+impl ShardExtractor for TabledExtractor {
+    fn shard_id(&self, entity: EntityId) -> ShardId {
+        match self.table.get(entity.0 as usize) {
+            Some(s) => *s,
+            None => self.inner.shard_id(entity),
+        }
+    }
+}
+
 /// FNV-1a over the decimal digits of `n`: portable and stable across versions.
 pub fn fnv1a_u32(n: u32) -> u32 {
     let mut buf = [0u8; 10];
@@ -96,5 +123,9 @@ mod tests {
         let shards: Vec<u32> = (0..5).map(|e| x.shard_id(EntityId(e)).0).collect();
         assert_eq!(shards.len(), 5);
         assert!(shards.iter().all(|s| *s < 10));
+        let t = TabledExtractor::new(x, 3);
+        for e in 0..6 {
+            assert_eq!(t.shard_id(EntityId(e)), x.shard_id(EntityId(e)));
+        }
     }
 }

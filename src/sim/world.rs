@@ -11,7 +11,7 @@ use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
 use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, NodeAddr};
 use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::Coordinator;
-use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor};
+use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation,
@@ -21,7 +21,7 @@ use crate::rng::{Rng, Stream};
 use crate::scenario::{FaultKind, FaultSpec, Outcome, Scenario};
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
@@ -134,27 +134,39 @@ enum Ev {
     },
 }
 
-struct Item {
-    t: u64,
-    seq: u64,
-    ev: Ev,
+/// The event queue: a binary heap of small (time, sequence, slot) keys over a slab of events,
+/// so a sift moves 24-byte keys, never whole events (the same shape as [`crate::bare`]).
+/// Ordered by (time, sequence): equal times pop in push order.
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    slab: Vec<Option<Ev>>,
+    free: Vec<u32>,
 }
 
-impl PartialEq for Item {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
+impl Queue {
+    fn push(&mut self, t: u64, seq: u64, ev: Ev) {
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slab[s as usize] = Some(ev);
+                s
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.heap.push(Reverse((t, seq, slot)));
     }
-}
-impl Eq for Item {}
-impl PartialOrd for Item {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Item {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest (t, seq) first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
+
+    fn pop(&mut self) -> Option<(u64, Ev)> {
+        loop {
+            let Reverse((t, _, slot)) = self.heap.pop()?;
+            self.free.push(slot);
+            if let Some(ev) = self.slab[slot as usize].take() {
+                return Some((t, ev));
+            }
+        }
     }
 }
 
@@ -205,7 +217,7 @@ pub struct World {
     now: Instant,
     seq: u64,
     end: Instant,
-    queue: BinaryHeap<Item>,
+    queue: Queue,
     nodes: Vec<Node>,
     next_inc: u32,
     next_incarnation: u64,
@@ -221,7 +233,7 @@ pub struct World {
     plan: Vec<FaultSpec>,
     senders: Vec<Sender>,
     region_cfg: Arc<RegionConfig>,
-    extractor: HashExtractor,
+    extractor: Arc<TabledExtractor>,
     checker: Checker,
     tracer: Tracer,
     stats: Stats,
@@ -242,13 +254,16 @@ impl World {
     pub fn new(sc: Arc<Scenario>, seed: u64, trace: TraceMode) -> Self {
         let n = sc.cluster.nodes as usize;
         let m = n + 1;
-        let extractor = HashExtractor {
-            shards: sc.entities.shards,
-        };
+        let extractor = Arc::new(TabledExtractor::new(
+            HashExtractor {
+                shards: sc.entities.shards,
+            },
+            sc.entities.count,
+        ));
         let region_cfg = Arc::new(RegionConfig {
             settings: sc.settings.clone(),
             options: sc.options.clone(),
-            extractor: Arc::new(extractor),
+            extractor: extractor.clone(),
             factory: Arc::new(RecordingFactory),
         });
         let nodes = (0..n as u32)
@@ -295,7 +310,7 @@ impl World {
             now: Instant::ZERO,
             seq: 0,
             end,
-            queue: BinaryHeap::with_capacity(1024),
+            queue: Queue::default(),
             nodes,
             next_inc: 1,
             next_incarnation: 1,
@@ -360,13 +375,13 @@ impl World {
 
     /// Run until the end of the schedule or the first violation.
     pub fn run(mut self) -> (RunResult, Tracer) {
-        while let Some(item) = self.queue.pop() {
-            if item.t > self.end.0 {
+        while let Some((t, ev)) = self.queue.pop() {
+            if t > self.end.0 {
                 break;
             }
-            self.now = Instant(item.t);
+            self.now = Instant(t);
             self.stats.events += 1;
-            self.apply(item.ev);
+            self.apply(ev);
             if self.violation.is_some() {
                 break;
             }
@@ -408,11 +423,7 @@ impl World {
 
     fn push(&mut self, t: Instant, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Item {
-            t: t.0,
-            seq: self.seq,
-            ev,
-        });
+        self.queue.push(t.0, self.seq, ev);
     }
 
     /// Feed an event to the checker and the tracer.
@@ -1555,3 +1566,4 @@ fn fault_detail(f: &FaultSpec) -> String {
     }
     parts.join(", ")
 }
+
