@@ -13,6 +13,7 @@ pub mod entity;
 pub mod msg;
 pub mod region;
 pub mod settings;
+pub mod shard_map;
 
 pub use msg::{CoordinatorEvent, Envelope, Msg};
 

@@ -14,6 +14,7 @@
 use crate::ids::{EntityId, RegionRef, ShardId};
 use crate::protocol::entity::{Entity, EntityFactory, ShardExtractor};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
+use crate::protocol::shard_map::ShardMap;
 use crate::protocol::{
     Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, StopReason,
     Timer,
@@ -55,9 +56,9 @@ pub struct Region {
     members_by_age: Vec<Member>,
     coordinator: Option<Addr>,
     register_backoff: Duration,
-    region_by_shard: BTreeMap<ShardId, RegionRef>,
-    shards: BTreeMap<ShardId, Shard>,
-    buffers: BTreeMap<ShardId, VecDeque<Envelope>>,
+    region_by_shard: ShardMap<RegionRef>,
+    shards: ShardMap<Shard>,
+    buffers: ShardMap<VecDeque<Envelope>>,
     buffered_total: usize,
 }
 
@@ -72,9 +73,9 @@ impl Region {
             members_by_age: Vec::new(),
             coordinator: None,
             register_backoff,
-            region_by_shard: BTreeMap::new(),
-            shards: BTreeMap::new(),
-            buffers: BTreeMap::new(),
+            region_by_shard: ShardMap::new(),
+            shards: ShardMap::new(),
+            buffers: ShardMap::new(),
             buffered_total: 0,
         }
     }
@@ -117,11 +118,11 @@ impl Region {
     }
     /// Hosted shards.
     pub fn hosted(&self) -> impl Iterator<Item = (ShardId, &Shard)> + '_ {
-        self.shards.iter().map(|(k, v)| (*k, v))
+        self.shards.iter()
     }
     /// Shards with buffered messages.
     pub fn buffered_shards(&self) -> impl Iterator<Item = ShardId> + '_ {
-        self.buffers.keys().copied()
+        self.buffers.keys()
     }
     /// Messages buffered in total.
     pub fn buffered_total(&self) -> usize {
@@ -207,7 +208,9 @@ impl Region {
             });
             return;
         }
-        self.buffers.entry(shard).or_default().push_back(env);
+        self.buffers
+            .get_or_insert_with(shard, VecDeque::new)
+            .push_back(env);
         self.buffered_total += 1;
     }
 
@@ -303,7 +306,7 @@ impl Region {
         }
         if let Some(c) = self.coordinator {
             for shard in self.buffers.keys() {
-                out.send(c, Msg::GetShardHome { shard: *shard });
+                out.send(c, Msg::GetShardHome { shard });
             }
         }
     }
@@ -391,11 +394,11 @@ impl Region {
     /// shard and entity dies and every buffer is lost; the region then registers again.
     fn restart(&mut self, out: &mut Outbox) {
         out.observe(Observation::RegionRestarted);
-        let shards: Vec<ShardId> = self.shards.keys().copied().collect();
+        let shards: Vec<ShardId> = self.shards.keys().collect();
         for s in shards {
             self.stop_shard(s, StopReason::RegionRestart, out);
         }
-        let shards: Vec<ShardId> = self.buffers.keys().copied().collect();
+        let shards: Vec<ShardId> = self.buffers.keys().collect();
         for s in shards {
             self.drop_buffer(s, DropReason::RegionRestart, out);
         }

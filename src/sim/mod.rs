@@ -6,6 +6,7 @@
 //! never arrives before an earlier message on the same link. Messages between actors on one
 //! node stay local (delivered at the same instant, in send order).
 
+pub mod queue;
 pub mod swarm;
 mod world;
 

@@ -19,10 +19,10 @@ use crate::protocol::{
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::{FaultKind, FaultSpec, Outcome, Scenario};
+use crate::sim::queue::EventQueue;
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Akka's `seed-node-timeout` (5 s).
@@ -134,42 +134,6 @@ enum Ev {
     },
 }
 
-/// The event queue: a binary heap of small (time, sequence, slot) keys over a slab of events,
-/// so a sift moves 24-byte keys, never whole events (the same shape as [`crate::bare`]).
-/// Ordered by (time, sequence): equal times pop in push order.
-#[derive(Default)]
-struct Queue {
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    slab: Vec<Option<Ev>>,
-    free: Vec<u32>,
-}
-
-impl Queue {
-    fn push(&mut self, t: u64, seq: u64, ev: Ev) {
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slab[s as usize] = Some(ev);
-                s
-            }
-            None => {
-                self.slab.push(Some(ev));
-                (self.slab.len() - 1) as u32
-            }
-        };
-        self.heap.push(Reverse((t, seq, slot)));
-    }
-
-    fn pop(&mut self) -> Option<(u64, Ev)> {
-        loop {
-            let Reverse((t, _, slot)) = self.heap.pop()?;
-            self.free.push(slot);
-            if let Some(ev) = self.slab[slot as usize].take() {
-                return Some((t, ev));
-            }
-        }
-    }
-}
-
 struct Node {
     inc: NodeInc,
     up: bool,
@@ -215,9 +179,8 @@ pub struct World {
     sc: Arc<Scenario>,
     seed: u64,
     now: Instant,
-    seq: u64,
     end: Instant,
-    queue: Queue,
+    queue: EventQueue<Ev>,
     nodes: Vec<Node>,
     next_inc: u32,
     next_incarnation: u64,
@@ -308,9 +271,8 @@ impl World {
         let mut w = World {
             seed,
             now: Instant::ZERO,
-            seq: 0,
             end,
-            queue: Queue::default(),
+            queue: EventQueue::new(),
             nodes,
             next_inc: 1,
             next_incarnation: 1,
@@ -422,8 +384,7 @@ impl World {
     }
 
     fn push(&mut self, t: Instant, ev: Ev) {
-        self.seq += 1;
-        self.queue.push(t.0, self.seq, ev);
+        self.queue.push(t.0, ev);
     }
 
     /// Feed an event to the checker and the tracer.
@@ -1567,3 +1528,13 @@ fn fault_detail(f: &FaultSpec) -> String {
     parts.join(", ")
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bare_loop_events_are_as_large_as_world_events() {
+        assert_eq!(
+            std::mem::size_of::<super::Ev>(),
+            std::mem::size_of::<crate::bare::BareEvent>()
+        );
+    }
+}
