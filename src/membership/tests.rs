@@ -695,7 +695,9 @@ fn fuzz_never_panics() {
                 }
                 MInput::Deliver {
                     from,
-                    msg: MMsg::Gossip { gossip: std::sync::Arc::new(g) },
+                    msg: MMsg::Gossip {
+                        gossip: std::sync::Arc::new(g),
+                    },
                 }
             }
         };
