@@ -24,6 +24,7 @@ pub mod membership;
 pub mod protocol;
 pub mod rng;
 pub mod scenario;
+pub mod shrink;
 pub mod sim;
 pub mod time;
 pub mod trace;

@@ -595,6 +595,23 @@ impl Scenario {
         Ok(())
     }
 
+    /// The scenario as TOML that [`Scenario::parse`] reads back to an equal scenario. Keys at
+    /// their default value are left out (`name` and `cluster.nodes` always stay).
+    pub fn to_toml(&self) -> Result<String, String> {
+        let full = toml::to_string(self).map_err(|e| e.to_string())?;
+        let mut base: Scenario = toml::from_str(&format!(
+            "name = \"\"\n[cluster]\nnodes = {}\n",
+            self.cluster.nodes
+        ))
+        .map_err(|e| e.to_string())?;
+        base.name.clear();
+        let mine = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+        let base = toml::Table::try_from(&base).map_err(|e| e.to_string())?;
+        let mut doc: toml_edit::DocumentMut = full.parse().map_err(|e| format!("{e}"))?;
+        prune_defaults(doc.as_table_mut(), &mine, &base, "");
+        Ok(doc.to_string())
+    }
+
     /// Join time of `node`, ms.
     pub fn join_at_ms(&self, node: u32) -> u64 {
         self.cluster
@@ -602,6 +619,37 @@ impl Scenario {
             .get(node as usize)
             .copied()
             .unwrap_or(0)
+    }
+}
+
+/// Remove from `doc` the keys whose value in `mine` equals the one in `base` (tables: key by
+/// key; a table left empty goes too). `name` and `cluster.nodes` stay.
+fn prune_defaults(doc: &mut toml_edit::Table, mine: &toml::Table, base: &toml::Table, path: &str) {
+    for (k, v) in mine {
+        let here = if path.is_empty() {
+            k.clone()
+        } else {
+            format!("{path}.{k}")
+        };
+        if here == "name" || here == "cluster.nodes" {
+            continue;
+        }
+        let Some(b) = base.get(k) else { continue };
+        match (v, b, doc.get_mut(k).and_then(|i| i.as_table_mut())) {
+            (toml::Value::Table(vt), toml::Value::Table(bt), Some(sub)) => {
+                prune_defaults(sub, vt, bt, &here);
+                if sub.is_empty() {
+                    doc.remove(k);
+                } else {
+                    // No `[membership]` header above a lone `[membership.downing]`.
+                    sub.set_implicit(true);
+                }
+            }
+            _ if v == b => {
+                doc.remove(k);
+            }
+            _ => {}
+        }
     }
 }
 

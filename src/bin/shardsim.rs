@@ -92,6 +92,22 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         jobs: usize,
     },
+    /// Shrink a failing seed to a minimal scenario (fewer faults, nodes, entities, senders, an
+    /// earlier end) that still breaks the same invariant, and write it as a scenario file.
+    Shrink {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// The failing seed.
+        #[arg(long)]
+        seed: u64,
+        /// Where to write the shrunk scenario (default:
+        /// reports/shrunk/<scenario name>-seed<N>.toml).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// At most this many replays.
+        #[arg(long, default_value_t = shardsim::shrink::DEFAULT_MAX_RUNS)]
+        max_runs: u64,
+    },
     /// Re-check the invariants of a trace file from the file alone.
     CheckTrace {
         /// A JSON Lines trace written by `run --trace`.
@@ -144,6 +160,12 @@ fn main() -> ExitCode {
             schedules,
             jobs,
         } => cmd_bench(&scenario, schedules, jobs),
+        Cmd::Shrink {
+            scenario,
+            seed,
+            out,
+            max_runs,
+        } => cmd_shrink(&scenario, seed, out, max_runs),
         Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
@@ -452,5 +474,88 @@ fn cmd_bench(path: &Path, schedules: u64, jobs: usize) -> ExitCode {
         "full simulator with checkers = {:.1}% of the bare loop (per core)",
         100.0 * per_core / bare
     );
+    ExitCode::SUCCESS
+}
+
+fn cmd_shrink(path: &Path, seed: u64, out: Option<PathBuf>, max_runs: u64) -> ExitCode {
+    use shardsim::shrink::{self, secs, ShrinkError, ShrinkOptions};
+    let sc = match load(path) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    if max_runs < 2 {
+        eprintln!("error: --max-runs must be at least 2 (the seed, then its explicit plan)");
+        return ExitCode::from(2);
+    }
+    let out = out.unwrap_or_else(|| {
+        PathBuf::from("reports/shrunk").join(format!("{}-seed{seed}.toml", sc.name))
+    });
+    let res = match shrink::shrink(&sc, seed, ShrinkOptions { max_runs }) {
+        Ok(r) => r,
+        Err(e @ ShrinkError::NoFailure { .. }) => {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let o = &res.original;
+    println!(
+        "failure: {} {} seed {seed} at t={}: {}\n  replay: {}",
+        o.kind,
+        o.label(),
+        secs(o.t_us),
+        o.detail,
+        replay_command(path, seed)
+    );
+    println!("shrinking ({} replays at most):", max_runs);
+    for s in &res.steps {
+        println!("  {s}");
+    }
+    let (b, a) = (&res.before, &res.after);
+    println!(
+        "replays: {}{}",
+        res.runs,
+        if res.budget_exhausted {
+            " (budget spent before a fixed point; --max-runs for more)"
+        } else {
+            " (fixed point)"
+        }
+    );
+    println!(
+        "faults {} → {} ({} of them before the violation)",
+        b.faults, a.faults, b.faults_before_violation
+    );
+    println!("nodes {} → {}", b.nodes, a.nodes);
+    println!("end {} ms → {} ms", b.end_ms, a.end_ms);
+    println!(
+        "entities {} → {}, shards {} → {}, senders per node {} → {}, workload stop {} ms → {} ms",
+        b.entities,
+        a.entities,
+        b.shards,
+        a.shards,
+        b.senders_per_node,
+        a.senders_per_node,
+        b.stop_ms,
+        a.stop_ms
+    );
+    let mut minimal = res.scenario.clone();
+    minimal.description = shrink::describe(&res, path, &out);
+    if let Err(e) = shrink::write_scenario(&out, &minimal) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let f = &res.failure;
+    println!(
+        "shrunk: {} {} seed {seed} at t={}: {}",
+        f.kind,
+        f.label(),
+        secs(f.t_us),
+        f.detail
+    );
+    println!("written to {}", out.display());
+    println!("  replay: {}", replay_command(&out, seed));
     ExitCode::SUCCESS
 }

@@ -1,0 +1,629 @@
+//! Shrinking: a failing seed of a scenario becomes a minimal scenario that, run with the same
+//! seed, still breaks the same invariant.
+//!
+//! proptest shrinks only values it generated itself (it walks its own value trees); it cannot
+//! start from a scenario file and a seed given from outside. So this is a hand-written greedy
+//! reducer in the delta-debugging style, with the same contract as proptest's shrinking: a
+//! reduction is kept only if the replay still fails, and with the same invariant. (Generated
+//! scenarios, shrunk by proptest itself, are in [`crate::gen`] and `tests/shrink.rs`.)
+//!
+//! The steps:
+//!
+//! 1. **Materialise** the swarm draw ([`crate::sim::swarm::draw`]) into the explicit `faults`
+//!    list, ordered as the world orders its plan, and turn the swarm off. The plan is then
+//!    explicit, and this is checked: the materialised scenario must fail exactly as the
+//!    original (same invariant, same simulated time).
+//! 2. **Reduce**, in rounds until nothing changes (a fixed point) or the replay budget
+//!    ([`ShrinkOptions::max_runs`]) is spent:
+//!    - end the run just after the violation of the current best, dropping faults that would
+//!      only fire after it, and turn the liveness phase off when the target is not liveness;
+//!    - remove faults: ddmin (Zeller), chunks of half the list, then quarters, down to single
+//!      faults;
+//!    - fewer nodes: drop a node no remaining fault names (it is taken out of partition sides
+//!      when both sides stay non-empty), highest first; the nodes above it are renumbered;
+//!    - fewer entities, shards and senders per node, and an earlier workload `stop-ms`, each by
+//!      binary search (smallest value that still fails);
+//!    - shorter faults: pauses shortened, heals and restarts moved closer to the fault before
+//!      them, and the whole plan shifted earlier.
+//!
+//! Every replay runs with trace mode off. Same scenario, seed and budget: same result, since
+//! the replays are deterministic and the reducer is sequential.
+
+use crate::campaign::{self, Failure, FailureKind};
+use crate::scenario::{FaultKind, Outcome, Scenario, SwarmSpec};
+use crate::trace::TraceMode;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Options of [`shrink`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShrinkOptions {
+    /// At most this many replays (the original run and the materialisation check included).
+    pub max_runs: u64,
+}
+
+/// The default replay budget.
+pub const DEFAULT_MAX_RUNS: u64 = 2_000;
+
+impl Default for ShrinkOptions {
+    fn default() -> Self {
+        ShrinkOptions {
+            max_runs: DEFAULT_MAX_RUNS,
+        }
+    }
+}
+
+/// The size of a plan, before and after shrinking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Nodes.
+    pub nodes: u32,
+    /// Explicit fault entries (heals and restarts included).
+    pub faults: usize,
+    /// Of those, the ones at or before the violation.
+    pub faults_before_violation: usize,
+    /// `run.duration-ms`.
+    pub end_ms: u64,
+    /// `entities.count`.
+    pub entities: u32,
+    /// `entities.shards`.
+    pub shards: u32,
+    /// `workload.senders-per-node`.
+    pub senders_per_node: u32,
+    /// `workload.stop-ms`.
+    pub stop_ms: u64,
+}
+
+impl Shape {
+    fn of(sc: &Scenario, violation_us: u64) -> Shape {
+        Shape {
+            nodes: sc.cluster.nodes,
+            faults: sc.faults.len(),
+            faults_before_violation: sc
+                .faults
+                .iter()
+                .filter(|f| f.at_ms.saturating_mul(1000) <= violation_us)
+                .count(),
+            end_ms: sc.run.duration_ms,
+            entities: sc.entities.count,
+            shards: sc.entities.shards,
+            senders_per_node: sc.workload.senders_per_node,
+            stop_ms: sc.workload.stop_ms,
+        }
+    }
+}
+
+/// A shrunk schedule.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The minimal scenario: swarm off, explicit faults, named `<orig>-shrunk-seed<N>`, expecting
+    /// the invariant. Its description is set by [`describe`].
+    pub scenario: Scenario,
+    /// The seed (unchanged).
+    pub seed: u64,
+    /// How the original scenario failed.
+    pub original: Failure,
+    /// How the shrunk one fails (same invariant).
+    pub failure: Failure,
+    /// The materialised original plan.
+    pub before: Shape,
+    /// The shrunk plan.
+    pub after: Shape,
+    /// Replays run, the original run included.
+    pub runs: u64,
+    /// The reductions kept, one line per pass that changed something.
+    pub steps: Vec<String>,
+    /// The budget ran out before a fixed point.
+    pub budget_exhausted: bool,
+}
+
+/// Why a seed could not be shrunk.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShrinkError {
+    /// The seed breaks no invariant: nothing to shrink.
+    NoFailure {
+        /// The seed.
+        seed: u64,
+        /// Simulated time at which the run ended, µs.
+        end_us: u64,
+    },
+    /// The scenario with the swarm draw written out explicitly does not fail as the original
+    /// (a bug in the materialisation; the original failure is reported as is).
+    NotReproduced {
+        /// The original failure.
+        original: Failure,
+        /// What the materialised scenario did instead (`None`: no violation).
+        got: Option<Failure>,
+    },
+    /// A budget too small to run the seed twice.
+    Budget,
+}
+
+impl fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShrinkError::NoFailure { seed, end_us } => write!(
+                f,
+                "seed {seed} does not fail (no invariant broken by the end, t={}): nothing to shrink",
+                secs(*end_us)
+            ),
+            ShrinkError::NotReproduced { original, got } => write!(
+                f,
+                "the swarm plan written out explicitly does not reproduce {} at t={} (got {})",
+                original.label(),
+                secs(original.t_us),
+                got.as_ref()
+                    .map(|g| format!("{} at t={}", g.label(), secs(g.t_us)))
+                    .unwrap_or_else(|| "no violation".into())
+            ),
+            ShrinkError::Budget => write!(f, "--max-runs must be at least 2"),
+        }
+    }
+}
+
+impl std::error::Error for ShrinkError {}
+
+/// `12.345678s`.
+pub fn secs(t_us: u64) -> String {
+    format!("{}.{:06}s", t_us / 1_000_000, t_us % 1_000_000)
+}
+
+/// Run one seed with trace mode off: its violation as a [`Failure`], if any; and the end, µs.
+pub fn run_failure(sc: &Scenario, seed: u64) -> (Option<Failure>, u64) {
+    let (r, _) = campaign::run_seed(&Arc::new(sc.clone()), seed, TraceMode::Off);
+    let f = r.violation.as_ref().map(|v| Failure {
+        seed,
+        kind: FailureKind::Violation,
+        invariant: v.invariant,
+        t_us: v.t.0,
+        detail: v.detail.clone(),
+    });
+    (f, r.end.0)
+}
+
+/// The scenario with the swarm draw of `seed` written into `faults` (ordered by time, stably,
+/// as the world orders its plan) and the swarm off.
+pub fn materialise(sc: &Scenario, seed: u64) -> Scenario {
+    let mut out = sc.clone();
+    if sc.swarm.enabled {
+        let (drawn, _) = crate::sim::swarm::draw(sc, seed);
+        out.faults.extend(drawn);
+    }
+    out.faults.sort_by_key(|f| f.at_ms);
+    out.swarm = SwarmSpec::default();
+    out
+}
+
+/// The name of a shrunk scenario.
+pub fn shrunk_name(original: &str, seed: u64) -> String {
+    format!("{original}-shrunk-seed{seed}")
+}
+
+/// Shrink `seed` of `sc`. Fails if the seed does not fail.
+pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, ShrinkError> {
+    if opts.max_runs < 2 {
+        return Err(ShrinkError::Budget);
+    }
+    let (original, end_us) = run_failure(sc, seed);
+    let Some(original) = original else {
+        return Err(ShrinkError::NoFailure { seed, end_us });
+    };
+    let explicit = materialise(sc, seed);
+    let (got, _) = run_failure(&explicit, seed);
+    if got
+        .as_ref()
+        .is_none_or(|g| (g.invariant, g.t_us) != (original.invariant, original.t_us))
+    {
+        return Err(ShrinkError::NotReproduced { original, got });
+    }
+    let before = Shape::of(&explicit, original.t_us);
+    let mut r = Reducer {
+        seed,
+        target: original.invariant,
+        max_runs: opts.max_runs,
+        runs: 2,
+        exhausted: false,
+        best: explicit,
+        best_fail: original.clone(),
+        rejected: BTreeSet::new(),
+        steps: Vec::new(),
+    };
+    loop {
+        let start = r.best.clone();
+        r.pass_end();
+        r.pass_faults();
+        r.pass_nodes();
+        r.pass_population();
+        r.pass_durations();
+        r.pass_shift();
+        if r.best == start || r.exhausted {
+            break;
+        }
+    }
+    // A last truncation, for the violation time of the final plan.
+    r.pass_end();
+    let mut scenario = r.best;
+    scenario.name = shrunk_name(&sc.name, seed);
+    scenario.expect.outcome = original.invariant;
+    let after = Shape::of(&scenario, r.best_fail.t_us);
+    Ok(Shrunk {
+        scenario,
+        seed,
+        original,
+        failure: r.best_fail,
+        before,
+        after,
+        runs: r.runs,
+        steps: r.steps,
+        budget_exhausted: r.exhausted,
+    })
+}
+
+struct Reducer {
+    seed: u64,
+    target: Outcome,
+    max_runs: u64,
+    runs: u64,
+    exhausted: bool,
+    best: Scenario,
+    best_fail: Failure,
+    /// Candidates already run that did not fail as wanted (JSON): never run twice.
+    rejected: BTreeSet<String>,
+    steps: Vec<String>,
+}
+
+impl Reducer {
+    /// Replay `cand`; keep it as the best if it fails with the target invariant.
+    fn accept(&mut self, cand: Scenario) -> bool {
+        if cand == self.best || cand.validate().is_err() {
+            return false;
+        }
+        let key = serde_json::to_string(&cand).unwrap_or_default();
+        if self.rejected.contains(&key) {
+            return false;
+        }
+        if self.runs >= self.max_runs {
+            self.exhausted = true;
+            return false;
+        }
+        self.runs += 1;
+        match run_failure(&cand, self.seed).0 {
+            Some(f) if f.invariant == self.target => {
+                self.best = cand;
+                self.best_fail = f;
+                true
+            }
+            _ => {
+                self.rejected.insert(key);
+                false
+            }
+        }
+    }
+
+    /// Smallest `x` in `lo..=cur` (found by binary search, first trying `lo`) for which
+    /// `make(best, x)` still fails; the best is updated along the way.
+    fn min_value(&mut self, lo: u64, cur: u64, make: impl Fn(&Scenario, u64) -> Scenario) -> bool {
+        if lo >= cur {
+            return false;
+        }
+        if self.accept(make(&self.best, lo)) {
+            return true;
+        }
+        let (mut lo, mut hi) = (lo + 1, cur);
+        let mut changed = false;
+        while lo < hi && !self.exhausted {
+            let mid = lo + (hi - lo) / 2;
+            if self.accept(make(&self.best, mid)) {
+                hi = mid;
+                changed = true;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        changed
+    }
+
+    fn step(&mut self, what: String) {
+        self.steps.push(what);
+    }
+
+    /// End just after the violation; faults after it never fire.
+    fn pass_end(&mut self) {
+        let before = (self.best.run.duration_ms, self.best.faults.len());
+        if self.target == Outcome::Liveness {
+            // Liveness is judged at the end: search the shortest run that still fails.
+            let lo = self.best.liveness.quiet_ms + 1;
+            let cur = self.best.run.duration_ms;
+            self.min_value(lo, cur, |b, x| {
+                let mut c = b.clone();
+                c.run.duration_ms = x;
+                c
+            });
+        } else {
+            let end = self.best_fail.t_us / 1000 + 1;
+            let mut c = self.best.clone();
+            c.run.duration_ms = end.min(c.run.duration_ms);
+            c.workload.stop_ms = c.workload.stop_ms.min(c.run.duration_ms);
+            c.faults.retain(|f| f.at_ms < c.run.duration_ms);
+            c.liveness.enabled = false;
+            if !self.accept(c.clone()) && self.best.liveness.enabled {
+                // The liveness phase mattered (it heals and restarts): keep it, but move it no
+                // earlier than it was.
+                let mut c2 = self.best.clone();
+                c2.run.duration_ms = (end + self.best.liveness.quiet_ms).min(c2.run.duration_ms);
+                c2.faults.retain(|f| f.at_ms < c2.run.duration_ms);
+                self.accept(c2);
+            }
+        }
+        let after = (self.best.run.duration_ms, self.best.faults.len());
+        if after != before {
+            let mut line = format!("end {} → {} ms", before.0, after.0);
+            if after.1 != before.1 {
+                line += &format!(
+                    " ({} → {} faults: the rest come after the violation)",
+                    before.1, after.1
+                );
+            }
+            self.step(line);
+        }
+    }
+
+    /// ddmin over the fault list: remove chunks of 1/2, 1/4, ... down to single faults.
+    fn pass_faults(&mut self) {
+        let before = self.best.faults.len();
+        let mut n = 2usize;
+        while !self.best.faults.is_empty() && !self.exhausted {
+            let len = self.best.faults.len();
+            let chunk = len.div_ceil(n);
+            let mut removed = false;
+            let mut i = 0;
+            while i < len {
+                let mut c = self.best.clone();
+                c.faults.drain(i..(i + chunk).min(len));
+                if self.accept(c) {
+                    removed = true;
+                    break;
+                }
+                i += chunk;
+            }
+            if removed {
+                n = n.saturating_sub(1).max(2);
+            } else if n >= len {
+                break;
+            } else {
+                n = (n * 2).min(len);
+            }
+        }
+        let after = self.best.faults.len();
+        if after != before {
+            self.step(format!("faults {before} → {after} (ddmin)"));
+        }
+    }
+
+    /// Drop nodes no fault names, highest first; the nodes above a dropped one are renumbered
+    /// one down (in faults, join times and proxy nodes).
+    fn pass_nodes(&mut self) {
+        let before = self.best.cluster.nodes;
+        let mut k = self.best.cluster.nodes;
+        while k > 0 && self.best.cluster.nodes > 1 && !self.exhausted {
+            k -= 1;
+            if let Some(c) = without_node(&self.best, k) {
+                if self.accept(c) {
+                    k = self.best.cluster.nodes;
+                }
+            }
+        }
+        let after = self.best.cluster.nodes;
+        if after != before {
+            self.step(format!("nodes {before} → {after}"));
+        }
+    }
+
+    /// Fewer entities, shards and senders; the workload stops earlier.
+    fn pass_population(&mut self) {
+        let b = self.best.clone();
+        let cur = u64::from(b.entities.count);
+        self.min_value(1, cur, |s, x| {
+            let mut c = s.clone();
+            c.entities.count = x as u32;
+            c
+        });
+        let cur = u64::from(self.best.entities.shards);
+        self.min_value(1, cur, |s, x| {
+            let mut c = s.clone();
+            c.entities.shards = x as u32;
+            c
+        });
+        let cur = u64::from(self.best.workload.senders_per_node);
+        self.min_value(1, cur, |s, x| {
+            let mut c = s.clone();
+            c.workload.senders_per_node = x as u32;
+            c
+        });
+        let (lo, cur) = (self.best.workload.start_ms, self.best.workload.stop_ms);
+        self.min_value(lo, cur, |s, x| {
+            let mut c = s.clone();
+            c.workload.stop_ms = x;
+            c
+        });
+        let a = &self.best;
+        let mut parts = Vec::new();
+        if a.entities.count != b.entities.count {
+            parts.push(format!(
+                "entities {} → {}",
+                b.entities.count, a.entities.count
+            ));
+        }
+        if a.entities.shards != b.entities.shards {
+            parts.push(format!(
+                "shards {} → {}",
+                b.entities.shards, a.entities.shards
+            ));
+        }
+        if a.workload.senders_per_node != b.workload.senders_per_node {
+            parts.push(format!(
+                "senders per node {} → {}",
+                b.workload.senders_per_node, a.workload.senders_per_node
+            ));
+        }
+        if a.workload.stop_ms != b.workload.stop_ms {
+            parts.push(format!(
+                "workload stop {} → {} ms",
+                b.workload.stop_ms, a.workload.stop_ms
+            ));
+        }
+        if !parts.is_empty() {
+            let line = parts.join(", ");
+            self.step(line);
+        }
+    }
+
+    /// Shorter pauses; heals, restarts and journal recoveries closer to the fault before them.
+    fn pass_durations(&mut self) {
+        let b = self.best.faults.clone();
+        for i in 0..self.best.faults.len() {
+            if self.exhausted {
+                break;
+            }
+            let f = self.best.faults[i].clone();
+            match f.kind {
+                FaultKind::Pause => {
+                    let cur = f.duration_ms.unwrap_or(1);
+                    self.min_value(1, cur, |s, x| {
+                        let mut c = s.clone();
+                        c.faults[i].duration_ms = Some(x);
+                        c
+                    });
+                }
+                FaultKind::Heal | FaultKind::Restart | FaultKind::JournalAvailable => {
+                    let lo = if i == 0 {
+                        0
+                    } else {
+                        self.best.faults[i - 1].at_ms
+                    };
+                    self.min_value(lo, f.at_ms, |s, x| {
+                        let mut c = s.clone();
+                        c.faults[i].at_ms = x;
+                        c
+                    });
+                }
+                _ => {}
+            }
+        }
+        let changed = b
+            .iter()
+            .zip(&self.best.faults)
+            .filter(|(x, y)| x != y)
+            .count();
+        if changed > 0 {
+            self.step(format!("faults shortened or moved earlier: {changed}"));
+        }
+    }
+
+    /// Shift the whole plan earlier.
+    fn pass_shift(&mut self) {
+        let Some(first) = self.best.faults.first().map(|f| f.at_ms) else {
+            return;
+        };
+        if self.min_value(0, first, |s, x| {
+            let mut c = s.clone();
+            let by = c.faults.first().map_or(0, |f| f.at_ms.saturating_sub(x));
+            for f in &mut c.faults {
+                f.at_ms -= by;
+            }
+            c
+        }) {
+            let now = self.best.faults.first().map(|f| f.at_ms).unwrap_or(0);
+            self.step(format!("plan shifted {} ms earlier", first - now));
+        }
+    }
+}
+
+/// `sc` without node `k`: the nodes above it are renumbered one down; `None` if a fault names
+/// it (other than on a partition side that stays non-empty without it).
+fn without_node(sc: &Scenario, k: u32) -> Option<Scenario> {
+    let map = |x: u32| if x > k { x - 1 } else { x };
+    let mut c = sc.clone();
+    for f in &mut c.faults {
+        if [f.node, f.from, f.to, f.by].contains(&Some(k))
+            || f.bridge.is_some_and(|b| b.contains(&k))
+        {
+            return None;
+        }
+        if let Some(sides) = &mut f.sides {
+            for side in sides.iter_mut() {
+                side.retain(|x| *x != k);
+                if side.is_empty() {
+                    return None;
+                }
+                side.iter_mut().for_each(|x| *x = map(*x));
+            }
+        }
+        for x in [&mut f.node, &mut f.from, &mut f.to, &mut f.by] {
+            *x = x.map(map);
+        }
+        if let Some(b) = &mut f.bridge {
+            b.iter_mut().for_each(|x| *x = map(*x));
+        }
+    }
+    c.cluster.nodes -= 1;
+    if (k as usize) < c.cluster.join_at_ms.len() {
+        c.cluster.join_at_ms.remove(k as usize);
+    }
+    c.cluster.proxy_nodes.retain(|p| *p != k);
+    c.cluster.proxy_nodes.iter_mut().for_each(|x| *x = map(*x));
+    Some(c)
+}
+
+/// The description of a shrunk scenario: where it came from, the reduction, and the replay
+/// command for the file at `out`.
+pub fn describe(s: &Shrunk, source: &Path, out: &Path) -> String {
+    let (b, a) = (&s.before, &s.after);
+    let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+    format!(
+        "Shrunk by `shardsim shrink` ({} replays) from {} seed {}, which breaks {} at t={} with \
+{} in its plan ({} before the violation), {} nodes, {} ms. Here: {}, {} nodes, {} ms, {}, {}, \
+{} per node; {} at t={}. Replay: {}",
+        s.runs,
+        source.display(),
+        s.seed,
+        s.original.invariant,
+        secs(s.original.t_us),
+        n(b.faults, "fault", "faults"),
+        b.faults_before_violation,
+        b.nodes,
+        b.end_ms,
+        n(a.faults, "fault", "faults"),
+        a.nodes,
+        a.end_ms,
+        n(a.entities as usize, "entity", "entities"),
+        n(a.shards as usize, "shard", "shards"),
+        n(a.senders_per_node as usize, "sender", "senders"),
+        s.failure.invariant,
+        secs(s.failure.t_us),
+        campaign::replay_command(out, s.seed)
+    )
+}
+
+/// Write `sc` to `path` as TOML, atomically, after checking that the text parses back to an
+/// equal scenario. Returns the text.
+pub fn write_scenario(path: &Path, sc: &Scenario) -> Result<String, String> {
+    let text = sc
+        .to_toml()
+        .map_err(|e| format!("{}: cannot serialise the scenario: {e}", path.display()))?;
+    match Scenario::parse(&text, path) {
+        Ok(back) if back == *sc => {}
+        Ok(_) => {
+            return Err(format!(
+                "{}: the written scenario would not read back equal",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(format!("the written scenario would not parse: {e}")),
+    }
+    campaign::write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+    Ok(text)
+}
