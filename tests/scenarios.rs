@@ -106,6 +106,8 @@ scenario_tests! {
     split_brain_journal => "sim-scenarios/faults/split-brain-journal.toml",
     keep_majority_split => "sim-scenarios/faults/keep-majority-split.toml",
     fault_zoo => "sim-scenarios/faults/fault-zoo.toml",
+    swarm_auto_down => "sim-scenarios/faults/swarm-auto-down.toml",
+    shrunk_swarm_auto_down_seed260 => "sim-scenarios/shrunk/swarm-auto-down-seed260.toml",
 }
 
 /// The swarm scenario: every seed keeps every invariant, liveness included.
