@@ -19,6 +19,7 @@
 pub mod bare;
 pub mod campaign;
 pub mod check;
+pub mod gen;
 pub mod ids;
 pub mod membership;
 pub mod protocol;
