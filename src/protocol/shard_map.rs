@@ -101,12 +101,24 @@ impl<V> ShardMap<V> {
 
     /// The value of `k`, inserting `f()` first if there is none.
     pub fn get_or_insert_with(&mut self, k: ShardId, f: impl FnOnce() -> V) -> &mut V {
-        if !self.contains_key(&k) {
-            self.insert(k, f());
-        }
-        match self.get_mut(&k) {
-            Some(v) => v,
-            None => unreachable!("inserted above"),
+        if k.0 < DENSE_LIMIT {
+            let i = k.0 as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            let slot = &mut self.dense[i];
+            if slot.is_none() {
+                self.len += 1;
+            }
+            slot.get_or_insert_with(f)
+        } else {
+            match self.sparse.entry(k) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    self.len += 1;
+                    e.insert(f())
+                }
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            }
         }
     }
 
