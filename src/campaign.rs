@@ -344,6 +344,14 @@ pub fn replay_command(scenario_path: &Path, seed: u64) -> String {
     )
 }
 
+/// The exact command that shrinks one failing seed of a scenario file to a minimal scenario.
+pub fn shrink_command(scenario_path: &Path, seed: u64) -> String {
+    format!(
+        "cargo run --release -- shrink {} --seed {seed}",
+        scenario_path.display()
+    )
+}
+
 /// Write `contents` to `path` atomically (temporary file in the same folder, then rename).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path

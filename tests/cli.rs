@@ -88,6 +88,10 @@ fn fuzz_exits_nonzero_on_unexpected_violation_and_when_expected_is_missing() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("UNEXPECTED no-duplicate seed"), "{out}");
     assert!(out.contains("replay: cargo run --release -- run"), "{out}");
+    assert!(
+        out.contains("shrink: cargo run --release -- shrink"),
+        "{out}"
+    );
     // An expected violation that never shows: also a failure.
     let never = dir.join("never.toml");
     std::fs::write(

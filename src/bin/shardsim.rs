@@ -230,6 +230,7 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
                 println!("outcome: {} (expected by the scenario)", v.invariant);
                 ExitCode::SUCCESS
             } else {
+                println!("shrink: {}", campaign::shrink_command(path, seed));
                 println!("outcome: {} (UNEXPECTED)", v.invariant);
                 ExitCode::from(1)
             }
@@ -377,7 +378,7 @@ fn cmd_fuzz(
 }
 
 /// One failure: tag, kind (the invariant for a violation), seed, simulated time, detail and
-/// the replay command.
+/// the replay command; for an unexpected violation also the command that shrinks it.
 fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome) {
     let tag = if f.is_expected(expected) {
         "expected"
@@ -393,6 +394,9 @@ fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome) {
         f.detail,
         replay_command(path, f.seed)
     );
+    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation {
+        println!("  shrink: {}", campaign::shrink_command(path, f.seed));
+    }
 }
 
 fn cmd_merge(out: &Path, inputs: &[PathBuf]) -> ExitCode {
