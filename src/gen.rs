@@ -135,21 +135,6 @@ pub struct Case {
 /// One raw episode: kind index, two raw node numbers, length, gap before it.
 type RawEpisode = (usize, u32, u32, u64, u64);
 
-fn blank(at_ms: u64, kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        at_ms,
-        kind,
-        node: None,
-        sides: None,
-        from: None,
-        to: None,
-        bridge: None,
-        duration_ms: None,
-        by: None,
-        extra_latency_ms: None,
-    }
-}
-
 /// Faults from raw episodes on `n` nodes, from `start` ms; returns the plan and when the last
 /// episode has settled.
 pub fn place(
@@ -165,7 +150,7 @@ pub fn place(
         let node = a % n;
         let lasts = match kind {
             Episode::Partition | Episode::Isolate | Episode::OneWay => {
-                let mut f = blank(at, FaultKind::Partition);
+                let mut f = FaultSpec::new(at, FaultKind::Partition);
                 match kind {
                     Episode::Partition => {
                         let (mut x, mut y): (Vec<u32>, Vec<u32>) =
@@ -188,26 +173,26 @@ pub fn place(
                     }
                 }
                 plan.push(f);
-                plan.push(blank(at + len, FaultKind::Heal));
+                plan.push(FaultSpec::new(at + len, FaultKind::Heal));
                 len
             }
             Episode::CrashRestart | Episode::CrashDown => {
-                let mut f = blank(at, FaultKind::Crash);
+                let mut f = FaultSpec::new(at, FaultKind::Crash);
                 f.node = Some(node);
                 plan.push(f);
                 if kind == Episode::CrashDown {
-                    let mut d = blank(at + len / 2, FaultKind::Down);
+                    let mut d = FaultSpec::new(at + len / 2, FaultKind::Down);
                     d.node = Some(node);
                     plan.push(d);
                 }
-                let mut r = blank(at + len, FaultKind::Restart);
+                let mut r = FaultSpec::new(at + len, FaultKind::Restart);
                 r.node = Some(node);
                 plan.push(r);
                 len
             }
             Episode::Pause => {
                 let d = len.min(cfg.max_pause_ms).max(1);
-                let mut f = blank(at, FaultKind::Pause);
+                let mut f = FaultSpec::new(at, FaultKind::Pause);
                 f.node = Some(node);
                 f.duration_ms = Some(d);
                 plan.push(f);

@@ -124,6 +124,24 @@ pub struct FaultSpec {
     pub extra_latency_ms: Option<u64>,
 }
 
+impl FaultSpec {
+    /// A fault of `kind` at `at_ms` with every optional field unset.
+    pub fn new(at_ms: u64, kind: FaultKind) -> Self {
+        FaultSpec {
+            at_ms,
+            kind,
+            node: None,
+            sides: None,
+            from: None,
+            to: None,
+            bridge: None,
+            duration_ms: None,
+            by: None,
+            extra_latency_ms: None,
+        }
+    }
+}
+
 /// Swarm testing (TigerBeetle): each seed draws which fault kinds are on and at what rates.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]

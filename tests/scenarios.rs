@@ -6,6 +6,9 @@ use shardsim::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod common;
+use common::{root, toml_files};
+
 fn seeds() -> u64 {
     std::env::var("SHARDSIM_SEEDS")
         .ok()
@@ -13,30 +16,8 @@ fn seeds() -> u64 {
         .unwrap_or(1_000)
 }
 
-fn scenario_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            scenario_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "toml") {
-            out.push(p);
-        }
-    }
-}
-
 pub fn all_scenarios() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    scenario_files(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sim-scenarios")
-            .as_path(),
-        &mut v,
-    );
-    v
+    toml_files(&root().join("sim-scenarios"))
 }
 
 fn check_scenario(path: &Path) {

@@ -236,22 +236,7 @@ fn shrink_command_rejects_a_passing_seed_and_bad_arguments() {
 /// Every scenario file, written back as TOML (defaults left out), reads back equal.
 #[test]
 fn every_scenario_round_trips_through_to_toml() {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "toml") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&root().join("sim-scenarios"), &mut files);
+    let files = toml_files(&root().join("sim-scenarios"));
     assert!(files.len() > 10);
     for f in files {
         let sc = Scenario::load(&f).unwrap();

@@ -800,12 +800,7 @@ impl Membership {
         if self.gossip.same_content(&incoming) && self.gossip.is_pruned() {
             // The common case in a quiet cluster: the same content, so the merge is a no-op
             // and only the seen sets are united (as below, without copying the state).
-            let seen: BTreeSet<NodeAddr> = incoming
-                .seen
-                .difference(&self.gossip.seen)
-                .copied()
-                .collect();
-            self.gossip.seen.extend(seen);
+            self.gossip.seen.extend(incoming.seen.iter().copied());
             self.gossip.seen.insert(self.me);
             if !incoming.seen.contains(&self.me) {
                 out.push(MOutput::Send {

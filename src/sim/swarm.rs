@@ -4,21 +4,6 @@
 use crate::rng::{Rng, Stream};
 use crate::scenario::{FaultKind, FaultSpec, Scenario};
 
-fn blank(at_ms: u64, kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        at_ms,
-        kind,
-        node: None,
-        sides: None,
-        from: None,
-        to: None,
-        bridge: None,
-        duration_ms: None,
-        by: None,
-        extra_latency_ms: None,
-    }
-}
-
 /// The faults of one seed, and a one-line description of the drawn profile.
 pub fn draw(sc: &Scenario, seed: u64) -> (Vec<FaultSpec>, String) {
     let mut rng = Rng::fork(seed, Stream::Faults);
@@ -78,11 +63,11 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<FaultSpec>, String) {
             break;
         }
         let node = rng.range(0, n - 1) as u32;
-        let mut f = blank(at, kind);
+        let mut f = FaultSpec::new(at, kind);
         // How long the fault lasts before its heal.
         let mut lasts = 0;
         let heal = |plan: &mut Vec<FaultSpec>, k: FaultKind, d: u64, node: Option<u32>| {
-            let mut h = blank((at + d).min(end), k);
+            let mut h = FaultSpec::new((at + d).min(end), k);
             h.node = node;
             plan.push(h);
             d
