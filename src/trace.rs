@@ -511,7 +511,14 @@ impl Tracer {
         self.mode != TraceMode::Off
     }
     /// Record one event.
+    #[inline]
     pub fn record(&mut self, t: Instant, ev: TraceEvent) {
+        if self.mode != TraceMode::Off {
+            self.record_on(t, ev);
+        }
+    }
+
+    fn record_on(&mut self, t: Instant, ev: TraceEvent) {
         match self.mode {
             TraceMode::Off => {}
             TraceMode::Hash => {
