@@ -1,5 +1,5 @@
 //! Shrinking: a failing seed of a scenario becomes a minimal scenario that, run with the same
-//! seed, still breaks the same invariant.
+//! seed (or, with seed freedom, a nearby one), still breaks the same invariant.
 //!
 //! proptest shrinks only values it generated itself (it walks its own value trees); it cannot
 //! start from a scenario file and a seed given from outside. So this is a hand-written greedy
@@ -26,8 +26,17 @@
 //!    - shorter faults: pauses shortened, heals and restarts moved closer to the fault before
 //!      them, and the whole plan shifted earlier.
 //!
-//! Every replay runs with trace mode off. Same scenario, seed and budget: same result, since
-//! the replays are deterministic and the reducer is sequential.
+//! **Seed freedom** ([`ShrinkOptions::seed_tries`], `--seed-tries K`). A failure that no fault
+//! causes (a race in the protocol, such as the §11.3 reorder) depends on the exact network and
+//! workload draws, and almost any reduction (one entity or node less) changes every draw after
+//! it, so with one fixed seed little besides the end time shrinks. With seed freedom, a
+//! candidate that does not fail with the current seed is tried with the next K seeds as well,
+//! and kept, with its new seed, if one of them breaks the same invariant. The result is then a
+//! smaller scenario with its own seed (written in its replay command); what it shows is the
+//! same bug, not the same schedule. The default, 0, keeps the original seed.
+//!
+//! Every replay runs with trace mode off. Same scenario, seed, budget and seed tries: same
+//! result, since the replays are deterministic and the reducer is sequential.
 
 use crate::campaign::{self, Failure, FailureKind};
 use crate::scenario::{FaultKind, Outcome, Scenario, SwarmSpec};
@@ -42,6 +51,10 @@ use std::sync::Arc;
 pub struct ShrinkOptions {
     /// At most this many replays (the original run and the materialisation check included).
     pub max_runs: u64,
+    /// Seed freedom: a candidate that no longer fails with the current seed is also tried with
+    /// the next `seed_tries` seeds (current + 1, + 2, ...), and kept with the first that fails.
+    /// 0 (the default) keeps the original seed throughout.
+    pub seed_tries: u64,
 }
 
 /// The default replay budget.
@@ -51,6 +64,7 @@ impl Default for ShrinkOptions {
     fn default() -> Self {
         ShrinkOptions {
             max_runs: DEFAULT_MAX_RUNS,
+            seed_tries: 0,
         }
     }
 }
@@ -101,7 +115,8 @@ pub struct Shrunk {
     /// The minimal scenario: swarm off, explicit faults, named `<orig>-shrunk-seed<N>`, expecting
     /// the invariant. Its description is set by [`describe`].
     pub scenario: Scenario,
-    /// The seed (unchanged).
+    /// The seed the minimal scenario fails with: the original one (`original.seed`) unless
+    /// [`ShrinkOptions::seed_tries`] let a reduction move to another.
     pub seed: u64,
     /// How the original scenario failed.
     pub original: Failure,
@@ -221,6 +236,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
     let before = Shape::of(&explicit, original.t_us);
     let mut r = Reducer {
         seed,
+        seed_tries: opts.seed_tries,
         target: original.invariant,
         max_runs: opts.max_runs,
         runs: 2,
@@ -250,7 +266,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
     let after = Shape::of(&scenario, r.best_fail.t_us);
     Ok(Shrunk {
         scenario,
-        seed,
+        seed: r.seed,
         original,
         failure: r.best_fail,
         before,
@@ -262,7 +278,9 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
 }
 
 struct Reducer {
+    /// The seed of the current best (it moves only with seed freedom).
     seed: u64,
+    seed_tries: u64,
     target: Outcome,
     max_runs: u64,
     runs: u64,
@@ -275,31 +293,39 @@ struct Reducer {
 }
 
 impl Reducer {
-    /// Replay `cand`; keep it as the best if it fails with the target invariant.
+    /// Replay `cand`; keep it as the best if it fails with the target invariant, with the
+    /// current seed or (seed freedom) one of the next `seed_tries`.
     fn accept(&mut self, cand: Scenario) -> bool {
         if cand == self.best || cand.validate().is_err() {
             return false;
         }
-        let key = serde_json::to_string(&cand).unwrap_or_default();
+        let key = format!(
+            "{} {}",
+            self.seed,
+            serde_json::to_string(&cand).unwrap_or_default()
+        );
         if self.rejected.contains(&key) {
             return false;
         }
-        if self.runs >= self.max_runs {
-            self.exhausted = true;
-            return false;
-        }
-        self.runs += 1;
-        match run_failure(&cand, self.seed).0 {
-            Some(f) if f.invariant == self.target => {
-                self.best = cand;
-                self.best_fail = f;
-                true
+        for i in 0..=self.seed_tries {
+            if self.runs >= self.max_runs {
+                self.exhausted = true;
+                return false;
             }
-            _ => {
-                self.rejected.insert(key);
-                false
+            self.runs += 1;
+            let seed = self.seed.wrapping_add(i);
+            match run_failure(&cand, seed).0 {
+                Some(f) if f.invariant == self.target => {
+                    self.best = cand;
+                    self.best_fail = f;
+                    self.seed = seed;
+                    return true;
+                }
+                _ => {}
             }
         }
+        self.rejected.insert(key);
+        false
     }
 
     /// Smallest `x` in `lo..=cur` (found by binary search, first trying `lo`) for which
@@ -585,10 +611,10 @@ pub fn describe(s: &Shrunk, source: &Path, out: &Path) -> String {
     format!(
         "Shrunk by `shardsim shrink` ({} replays) from {} seed {}, which breaks {} at t={} with \
 {} in its plan ({} before the violation), {} nodes, {} ms. Here: {}, {} nodes, {} ms, {}, {}, \
-{} per node; {} at t={}. Replay: {}",
+{} per node; {} at t={}{}. Replay: {}",
         s.runs,
         source.display(),
-        s.seed,
+        s.original.seed,
         s.original.invariant,
         secs(s.original.t_us),
         n(b.faults, "fault", "faults"),
@@ -603,6 +629,11 @@ pub fn describe(s: &Shrunk, source: &Path, out: &Path) -> String {
         n(a.senders_per_node as usize, "sender", "senders"),
         s.failure.invariant,
         secs(s.failure.t_us),
+        if s.seed == s.original.seed {
+            String::new()
+        } else {
+            format!(" with seed {} (seed freedom)", s.seed)
+        },
         campaign::replay_command(out, s.seed)
     )
 }

@@ -89,6 +89,7 @@ scenario_tests! {
     fault_zoo => "sim-scenarios/faults/fault-zoo.toml",
     swarm_auto_down => "sim-scenarios/faults/swarm-auto-down.toml",
     shrunk_swarm_auto_down_seed260 => "sim-scenarios/shrunk/swarm-auto-down-seed260.toml",
+    shrunk_reorder_across_handoff_seed137 => "sim-scenarios/shrunk/reorder-across-handoff-seed137.toml",
 }
 
 /// The swarm scenario: every seed keeps every invariant, liveness included.

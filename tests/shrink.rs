@@ -148,6 +148,59 @@ fn shrink_the_split_brain_swarm_seed() {
     );
 }
 
+/// Seed freedom: the §11.3 reorder is a protocol race, not caused by a fault, so with its own
+/// seed only its end time shrinks; with seed freedom it shrinks to the three nodes the hazard
+/// needs (owner, new home and coordinator on different nodes) and a few seconds.
+#[test]
+fn seed_freedom_shrinks_a_protocol_race() {
+    const HAZARD: &str = "sim-scenarios/hazards/reorder-across-handoff.toml";
+    let sc = Scenario::load(&root().join(HAZARD)).unwrap();
+    let fixed = shrink::shrink(&sc, 137, ShrinkOptions::default()).unwrap();
+    assert_eq!(fixed.seed, 137);
+    assert_eq!(fixed.after.nodes, fixed.before.nodes, "{:?}", fixed.after);
+    let opts = ShrinkOptions {
+        seed_tries: 16,
+        ..ShrinkOptions::default()
+    };
+    let res = shrink::shrink(&sc, 137, opts).unwrap();
+    assert_eq!(res.original.seed, 137);
+    assert_eq!(res.original.invariant, Outcome::PerSenderOrder);
+    assert_eq!(res.failure.invariant, Outcome::PerSenderOrder);
+    assert_ne!(res.seed, 137, "the shrunk scenario names its own seed");
+    assert!(res.after.nodes <= 3, "{:?}", res.after);
+    assert!(res.after.end_ms * 2 < fixed.after.end_ms, "{:?}", res.after);
+    // Deterministic, and the result fails on replay with its seed.
+    let again = shrink::shrink(&sc, 137, opts).unwrap();
+    assert_eq!((&again.scenario, again.seed), (&res.scenario, res.seed));
+    let (f, _) = run_failure(&res.scenario, res.seed);
+    assert_eq!(
+        f.map(|f| (f.invariant, f.t_us)),
+        Some((Outcome::PerSenderOrder, res.failure.t_us))
+    );
+    let out = Path::new("sim-scenarios/shrunk/reorder-across-handoff-seed137.toml");
+    let text = shrink::describe(&res, Path::new(HAZARD), out);
+    assert!(
+        text.contains("from sim-scenarios/hazards/reorder-across-handoff.toml seed 137"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("with seed {} (seed freedom)", res.seed)),
+        "{text}"
+    );
+    // The committed example is this very result.
+    let mut example = Scenario::load(&root().join(out)).unwrap();
+    example.description.clear();
+    let mut minimal = res.scenario.clone();
+    minimal.description.clear();
+    assert_eq!(
+        example,
+        minimal,
+        "{} is stale: regenerate it with `shardsim shrink {HAZARD} --seed 137 --seed-tries 16 --out {}`",
+        out.display(),
+        out.display()
+    );
+}
+
 /// Materialising the swarm draw changes nothing: every failing seed of the first few fails at
 /// the same time with the same invariant.
 #[test]
@@ -228,6 +281,9 @@ fn shrink_command_rejects_a_passing_seed_and_bad_arguments() {
     let (code, _, err) = shardsim(&["shrink", SWARM, "--seed", "260", "--max-runs", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("--max-runs"), "{err}");
+    let (code, _, err) = shardsim(&["shrink", SWARM, "--seed", "260", "--seed-tries", "many"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--seed-tries"), "{err}");
     let (code, _, err) = shardsim(&["shrink", "tests/data/bad/latency-range.toml", "--seed", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("tests/data/bad/latency-range.toml:6"), "{err}");

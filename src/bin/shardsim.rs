@@ -107,6 +107,12 @@ enum Cmd {
         /// At most this many replays.
         #[arg(long, default_value_t = shardsim::shrink::DEFAULT_MAX_RUNS)]
         max_runs: u64,
+        /// Seed freedom: a reduction that no longer fails with the current seed is also tried
+        /// with the next K seeds, and kept with the first that breaks the same invariant. Lets
+        /// a failure no fault causes (a protocol race) shrink beyond its end time; the result
+        /// names its own seed. 0 keeps the original seed.
+        #[arg(long, value_name = "K", default_value_t = 0)]
+        seed_tries: u64,
     },
     /// Re-check the invariants of a trace file from the file alone.
     CheckTrace {
@@ -165,7 +171,8 @@ fn main() -> ExitCode {
             seed,
             out,
             max_runs,
-        } => cmd_shrink(&scenario, seed, out, max_runs),
+            seed_tries,
+        } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries),
         Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
@@ -481,7 +488,13 @@ fn cmd_bench(path: &Path, schedules: u64, jobs: usize) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn cmd_shrink(path: &Path, seed: u64, out: Option<PathBuf>, max_runs: u64) -> ExitCode {
+fn cmd_shrink(
+    path: &Path,
+    seed: u64,
+    out: Option<PathBuf>,
+    max_runs: u64,
+    seed_tries: u64,
+) -> ExitCode {
     use shardsim::shrink::{self, secs, ShrinkError, ShrinkOptions};
     let sc = match load(path) {
         Ok(s) => s,
@@ -494,7 +507,11 @@ fn cmd_shrink(path: &Path, seed: u64, out: Option<PathBuf>, max_runs: u64) -> Ex
     let out = out.unwrap_or_else(|| {
         PathBuf::from("reports/shrunk").join(format!("{}-seed{seed}.toml", sc.name))
     });
-    let res = match shrink::shrink(&sc, seed, ShrinkOptions { max_runs }) {
+    let opts = ShrinkOptions {
+        max_runs,
+        seed_tries,
+    };
+    let res = match shrink::shrink(&sc, seed, opts) {
         Ok(r) => r,
         Err(e @ ShrinkError::NoFailure { .. }) => {
             eprintln!("error: {}: {e}", path.display());
@@ -553,13 +570,14 @@ fn cmd_shrink(path: &Path, seed: u64, out: Option<PathBuf>, max_runs: u64) -> Ex
     }
     let f = &res.failure;
     println!(
-        "shrunk: {} {} seed {seed} at t={}: {}",
+        "shrunk: {} {} seed {} at t={}: {}",
         f.kind,
         f.label(),
+        res.seed,
         secs(f.t_us),
         f.detail
     );
     println!("written to {}", out.display());
-    println!("  replay: {}", replay_command(&out, seed));
+    println!("  replay: {}", replay_command(&out, res.seed));
     ExitCode::SUCCESS
 }
