@@ -201,6 +201,33 @@ fn seed_freedom_shrinks_a_protocol_race() {
     );
 }
 
+/// A liveness failure shrinks too: the run length is searched (liveness is judged at the end),
+/// and a region that never re-asks for shard homes is stranded with one node, one entity and
+/// no fault at all.
+#[test]
+fn shrink_a_liveness_failure() {
+    let mut sc =
+        Scenario::load(&root().join("sim-scenarios/faults/journal-blackhole.toml")).unwrap();
+    sc.options.mutation = shardsim::protocol::settings::Mutation::RegionNeverReasks;
+    let res = shrink::shrink(&sc, 19, ShrinkOptions::default()).unwrap();
+    assert_eq!(res.original.invariant, Outcome::Liveness);
+    assert_eq!(res.failure.invariant, Outcome::Liveness);
+    assert!(res.before.faults >= 5, "{:?}", res.before);
+    assert_eq!(
+        (res.after.faults, res.after.nodes, res.after.entities),
+        (0, 1, 1),
+        "{:?}",
+        res.after
+    );
+    assert!(res.after.end_ms < res.before.end_ms, "{:?}", res.after);
+    assert!(res.scenario.liveness.enabled);
+    assert!(
+        res.failure.detail.contains("has no home"),
+        "{}",
+        res.failure.detail
+    );
+}
+
 /// Materialising the swarm draw changes nothing: every failing seed of the first few fails at
 /// the same time with the same invariant.
 #[test]

@@ -1466,10 +1466,27 @@ impl World {
             .first()
             .and_then(|i| self.nodes[*i].coordinator.as_ref())
         {
-            for s in &self.window_shards {
-                if !c.allocations().contains_key(s) {
-                    pending.push(format!("shard {s} received messages but has no home"));
-                }
+            let homeless: Vec<String> = self
+                .window_shards
+                .iter()
+                .filter(|s| !c.allocations().contains_key(s))
+                .map(|s| s.to_string())
+                .collect();
+            match homeless.len() {
+                0 => {}
+                1 => pending.push(format!(
+                    "shard {} received messages but has no home",
+                    homeless[0]
+                )),
+                n if n <= 3 => pending.push(format!(
+                    "shards {} received messages but have no home",
+                    homeless.join(", ")
+                )),
+                n => pending.push(format!(
+                    "shards {} and {} more received messages but have no home",
+                    homeless[..3].join(", "),
+                    n - 3
+                )),
             }
             // I4: every hand-off ends within handoff-timeout; one that started just before the
             // end is not pending.
