@@ -21,8 +21,9 @@
 //!      faults;
 //!    - fewer nodes: drop a node no remaining fault names (it is taken out of partition sides
 //!      when both sides stay non-empty), highest first; the nodes above it are renumbered;
-//!    - fewer entities, shards and senders per node, and an earlier workload `stop-ms`, each by
-//!      binary search (smallest value that still fails);
+//!    - fewer entities, shards and senders per node, an earlier workload `stop-ms` and a smaller
+//!      `focus` (entities per sender), each by binary search (smallest value that still
+//!      fails); then a sparser workload, the send interval doubled while it still fails;
 //!    - shorter faults: pauses shortened, heals and restarts moved closer to the fault before
 //!      them, and the whole plan shifted earlier.
 //!
@@ -88,10 +89,16 @@ pub struct Shape {
     pub senders_per_node: u32,
     /// `workload.stop-ms`.
     pub stop_ms: u64,
+    /// `workload.interval-ms`.
+    pub interval_ms: [u64; 2],
+    /// `workload.focus` (0: every entity).
+    pub focus: u32,
+    /// Messages the workload sent before the violation (the run stops there).
+    pub messages: u64,
 }
 
 impl Shape {
-    fn of(sc: &Scenario, violation_us: u64) -> Shape {
+    fn of(sc: &Scenario, violation_us: u64, messages: u64) -> Shape {
         Shape {
             nodes: sc.cluster.nodes,
             faults: sc.faults.len(),
@@ -105,6 +112,9 @@ impl Shape {
             shards: sc.entities.shards,
             senders_per_node: sc.workload.senders_per_node,
             stop_ms: sc.workload.stop_ms,
+            interval_ms: sc.workload.interval_ms,
+            focus: sc.workload.focus,
+            messages,
         }
     }
 }
@@ -187,6 +197,12 @@ pub fn secs(t_us: u64) -> String {
 
 /// Run one seed with trace mode off: its violation as a [`Failure`], if any; and the end, µs.
 pub fn run_failure(sc: &Scenario, seed: u64) -> (Option<Failure>, u64) {
+    let (f, end, _) = replay(sc, seed);
+    (f, end)
+}
+
+/// [`run_failure`], and the number of messages the workload sent.
+fn replay(sc: &Scenario, seed: u64) -> (Option<Failure>, u64, u64) {
     let (r, _) = campaign::run_seed(&Arc::new(sc.clone()), seed, TraceMode::Off);
     let f = r.violation.as_ref().map(|v| Failure {
         seed,
@@ -195,7 +211,7 @@ pub fn run_failure(sc: &Scenario, seed: u64) -> (Option<Failure>, u64) {
         t_us: v.t.0,
         detail: v.detail.clone(),
     });
-    (f, r.end.0)
+    (f, r.end.0, r.stats.sends)
 }
 
 /// The scenario with the swarm draw of `seed` written into `faults` (ordered by time, stably,
@@ -226,14 +242,14 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
         return Err(ShrinkError::NoFailure { seed, end_us });
     };
     let explicit = materialise(sc, seed);
-    let (got, _) = run_failure(&explicit, seed);
+    let (got, _, sends) = replay(&explicit, seed);
     if got
         .as_ref()
         .is_none_or(|g| (g.invariant, g.t_us) != (original.invariant, original.t_us))
     {
         return Err(ShrinkError::NotReproduced { original, got });
     }
-    let before = Shape::of(&explicit, original.t_us);
+    let before = Shape::of(&explicit, original.t_us, sends);
     let mut r = Reducer {
         seed,
         seed_tries: opts.seed_tries,
@@ -243,6 +259,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
         exhausted: false,
         best: explicit,
         best_fail: original.clone(),
+        best_sends: sends,
         rejected: BTreeSet::new(),
         steps: Vec::new(),
     };
@@ -263,7 +280,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
     let mut scenario = r.best;
     scenario.name = shrunk_name(&sc.name, seed);
     scenario.expect.outcome = original.invariant;
-    let after = Shape::of(&scenario, r.best_fail.t_us);
+    let after = Shape::of(&scenario, r.best_fail.t_us, r.best_sends);
     Ok(Shrunk {
         scenario,
         seed: r.seed,
@@ -287,6 +304,8 @@ struct Reducer {
     exhausted: bool,
     best: Scenario,
     best_fail: Failure,
+    /// Messages sent in the best's failing run.
+    best_sends: u64,
     /// Candidates already run that did not fail as wanted (JSON): never run twice.
     rejected: BTreeSet<String>,
     steps: Vec<String>,
@@ -314,10 +333,11 @@ impl Reducer {
             }
             self.runs += 1;
             let seed = self.seed.wrapping_add(i);
-            match run_failure(&cand, seed).0 {
-                Some(f) if f.invariant == self.target => {
+            match replay(&cand, seed) {
+                (Some(f), _, sends) if f.invariant == self.target => {
                     self.best = cand;
                     self.best_fail = f;
+                    self.best_sends = sends;
                     self.seed = seed;
                     return true;
                 }
@@ -474,6 +494,27 @@ impl Reducer {
             c.workload.stop_ms = x;
             c
         });
+        // Each sender addresses fewer entities (focus 0 is all of them).
+        let all = u64::from(self.best.entities.count);
+        let cur = match self.best.workload.focus {
+            0 => all,
+            f => u64::from(f).min(all),
+        };
+        self.min_value(1, cur, |s, x| {
+            let mut c = s.clone();
+            c.workload.focus = x as u32;
+            c
+        });
+        // A sparser workload: the send interval doubled while the failure stays (fewer
+        // messages for the same schedule length), up to a second between sends.
+        while !self.exhausted && self.best.workload.interval_ms[0] < 1_000 {
+            let mut c = self.best.clone();
+            let [lo, hi] = c.workload.interval_ms;
+            c.workload.interval_ms = [(lo * 2).max(1), (hi * 2).max(1)];
+            if !self.accept(c) {
+                break;
+            }
+        }
         let a = &self.best;
         let mut parts = Vec::new();
         if a.entities.count != b.entities.count {
@@ -492,6 +533,23 @@ impl Reducer {
             parts.push(format!(
                 "senders per node {} → {}",
                 b.workload.senders_per_node, a.workload.senders_per_node
+            ));
+        }
+        if a.workload.focus != b.workload.focus {
+            parts.push(format!(
+                "focus {} → {} entities per sender",
+                if b.workload.focus == 0 {
+                    b.entities.count
+                } else {
+                    b.workload.focus
+                },
+                a.workload.focus
+            ));
+        }
+        if a.workload.interval_ms != b.workload.interval_ms {
+            parts.push(format!(
+                "send interval {:?} → {:?} ms",
+                b.workload.interval_ms, a.workload.interval_ms
             ));
         }
         if a.workload.stop_ms != b.workload.stop_ms {
@@ -610,8 +668,8 @@ pub fn describe(s: &Shrunk, source: &Path, out: &Path) -> String {
     let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
     format!(
         "Shrunk by `shardsim shrink` ({} replays) from {} seed {}, which breaks {} at t={} with \
-{} in its plan ({} before the violation), {} nodes, {} ms. Here: {}, {} nodes, {} ms, {}, {}, \
-{} per node; {} at t={}{}. Replay: {}",
+{} in its plan ({} before the violation), {} nodes, {} ms, {} messages. Here: {}, {} nodes, {} \
+ms, {}, {}, {} per node, {} messages; {} at t={}{}. Replay: {}",
         s.runs,
         source.display(),
         s.original.seed,
@@ -621,12 +679,14 @@ pub fn describe(s: &Shrunk, source: &Path, out: &Path) -> String {
         b.faults_before_violation,
         b.nodes,
         b.end_ms,
+        b.messages,
         n(a.faults, "fault", "faults"),
         a.nodes,
         a.end_ms,
         n(a.entities as usize, "entity", "entities"),
         n(a.shards as usize, "shard", "shards"),
         n(a.senders_per_node as usize, "sender", "senders"),
+        a.messages,
         s.failure.invariant,
         secs(s.failure.t_us),
         if s.seed == s.original.seed {

@@ -129,6 +129,13 @@ fn load(path: &Path) -> Result<Arc<Scenario>, ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // Piped into `head` or a pager that quits early: end quietly, as other command-line tools
+    // do, instead of panicking on the closed pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run {
@@ -550,15 +557,23 @@ fn cmd_shrink(
         b.faults, a.faults, b.faults_before_violation
     );
     println!("nodes {} → {}", b.nodes, a.nodes);
+    println!(
+        "messages sent before the violation {} → {}",
+        b.messages, a.messages
+    );
     println!("end {} ms → {} ms", b.end_ms, a.end_ms);
     println!(
-        "entities {} → {}, shards {} → {}, senders per node {} → {}, workload stop {} ms → {} ms",
+        "entities {} → {}, shards {} → {}, senders per node {} → {}, focus {} → {}, send interval {:?} → {:?} ms, workload stop {} ms → {} ms",
         b.entities,
         a.entities,
         b.shards,
         a.shards,
         b.senders_per_node,
         a.senders_per_node,
+        b.focus,
+        a.focus,
+        b.interval_ms,
+        a.interval_ms,
         b.stop_ms,
         a.stop_ms
     );

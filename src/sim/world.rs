@@ -676,10 +676,14 @@ impl World {
             let start = Instant(0) + Duration::from_millis(self.sc.workload.start_ms);
             let first = if start > self.now { start } else { self.now };
             let [lo, hi] = self.sc.workload.interval_ms;
+            let stop = Instant(0) + Duration::from_millis(self.sc.workload.stop_ms);
             for i in 0..self.senders.len() {
                 if self.senders[i].node == node {
                     let d = self.wl_rng.range(lo * 1000, hi * 1000);
-                    self.push(first + Duration(d), Ev::Send { sender: i as u32 });
+                    // "No sends after stop-ms" holds for the first send too.
+                    if first + Duration(d) <= stop {
+                        self.push(first + Duration(d), Ev::Send { sender: i as u32 });
+                    }
                 }
             }
         }
@@ -1547,6 +1551,24 @@ fn fault_detail(f: &FaultSpec) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::scenario::Scenario;
+    use crate::trace::TraceMode;
+    use std::sync::Arc;
+
+    #[test]
+    fn no_send_after_stop_ms_not_even_the_first() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/two-nodes.toml");
+        let mut sc = Scenario::load(&path).unwrap();
+        sc.workload.stop_ms = 0;
+        let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
+        assert_eq!(r.stats.sends, 0);
+        // Every sender's first send is at least one interval minimum after its start.
+        sc.workload.stop_ms = sc.workload.interval_ms[1];
+        let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
+        assert!(r.stats.sends >= 1, "{:?}", r.stats);
+    }
+
     #[test]
     fn bare_loop_events_are_as_large_as_world_events() {
         assert_eq!(
