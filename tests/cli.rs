@@ -136,3 +136,26 @@ fn run_writes_a_trace_that_check_trace_rechecks() {
     assert_eq!(code, 2);
     assert!(err.contains("bad.jsonl:line 1: field `entity`"), "{err}");
 }
+
+#[test]
+fn bench_reports_each_round_and_the_median_ratio() {
+    let (code, out, err) = shardsim(&["bench", "--schedules", "2", "--rounds", "3"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out.matches("full simulator with checkers = ").count(),
+        4,
+        "{out}"
+    );
+    assert!(out.contains("round 3 of 3:"), "{out}");
+    assert!(out.contains("median over 3 rounds"), "{out}");
+    // The bare loop runs as many events as the simulator did, with a fixed checksum.
+    let checksums: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split("(checksum ").nth(1))
+        .collect();
+    assert_eq!(checksums.len(), 3, "{out}");
+    assert!(checksums.iter().all(|c| *c == checksums[0]), "{out}");
+    let (code, _, err) = shardsim(&["bench", "--rounds", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--rounds"), "{err}");
+}

@@ -91,6 +91,10 @@ enum Cmd {
         /// Worker threads.
         #[arg(long, default_value_t = 1)]
         jobs: usize,
+        /// Measure this many times, alternating simulator and bare loop, and report the median
+        /// ratio (the machine's load drifts; alternating exposes both sides to it alike).
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
     },
     /// Shrink a failing seed to a minimal scenario (fewer faults, nodes, entities, senders, an
     /// earlier end) that still breaks the same invariant, and write it as a scenario file.
@@ -172,7 +176,8 @@ fn main() -> ExitCode {
             scenario,
             schedules,
             jobs,
-        } => cmd_bench(&scenario, schedules, jobs),
+            rounds,
+        } => cmd_bench(&scenario, schedules, jobs, rounds),
         Cmd::Shrink {
             scenario,
             seed,
@@ -450,48 +455,62 @@ fn cmd_merge(out: &Path, inputs: &[PathBuf]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn cmd_bench(path: &Path, schedules: u64, jobs: usize) -> ExitCode {
+fn cmd_bench(path: &Path, schedules: u64, jobs: usize, rounds: u32) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    if schedules == 0 || jobs == 0 {
-        eprintln!("error: --schedules and --jobs must be at least 1");
+    if schedules == 0 || jobs == 0 || rounds == 0 {
+        eprintln!("error: --schedules, --jobs and --rounds must be at least 1");
         return ExitCode::from(2);
     }
-    let started = WallClock::now();
-    let sum = campaign::fuzz(&sc, 0, schedules, jobs, &|_| {});
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    let events = sum.totals.events;
-    println!(
-        "bench {}: {} schedules on {} jobs in {:.2}s: {:.1} schedules/s, {:.2} M events/s, {:.0} deliveries/schedule",
-        sc.name,
-        schedules,
-        jobs,
-        secs,
-        schedules as f64 / secs,
-        events as f64 / secs / 1e6,
-        sum.totals.deliveries as f64 / schedules as f64
-    );
-    let per_core = events as f64 / secs / jobs as f64;
-    println!(
-        "per core: {:.1} schedules/s, {:.2} M events/s ({} events/schedule)",
-        schedules as f64 / secs / jobs as f64,
-        per_core / 1e6,
-        events / schedules
-    );
-    let started = WallClock::now();
-    let checksum = shardsim::bare::bare_loop(events, 0);
-    let bare_secs = started.elapsed().as_secs_f64().max(1e-9);
-    let bare = events as f64 / bare_secs;
-    println!(
-        "bare event loop (the same event queue and event size, ChaCha8 latencies, 1 core): {events} events in {bare_secs:.2}s: {:.2} M events/s (checksum {checksum:016x})",
-        bare / 1e6
-    );
-    println!(
-        "full simulator with checkers = {:.1}% of the bare loop (per core)",
-        100.0 * per_core / bare
-    );
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        if rounds > 1 {
+            println!("round {round} of {rounds}:");
+        }
+        let started = WallClock::now();
+        let sum = campaign::fuzz(&sc, 0, schedules, jobs, &|_| {});
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        let events = sum.totals.events;
+        println!(
+            "bench {}: {} schedules on {} jobs in {:.2}s: {:.1} schedules/s, {:.2} M events/s, {:.0} deliveries/schedule",
+            sc.name,
+            schedules,
+            jobs,
+            secs,
+            schedules as f64 / secs,
+            events as f64 / secs / 1e6,
+            sum.totals.deliveries as f64 / schedules as f64
+        );
+        let per_core = events as f64 / secs / jobs as f64;
+        println!(
+            "per core: {:.1} schedules/s, {:.2} M events/s ({} events/schedule)",
+            schedules as f64 / secs / jobs as f64,
+            per_core / 1e6,
+            events / schedules
+        );
+        let started = WallClock::now();
+        let checksum = shardsim::bare::bare_loop(events, 0);
+        let bare_secs = started.elapsed().as_secs_f64().max(1e-9);
+        let bare = events as f64 / bare_secs;
+        println!(
+            "bare event loop (the same event queue and event size, ChaCha8 latencies, 1 core): {events} events in {bare_secs:.2}s: {:.2} M events/s (checksum {checksum:016x})",
+            bare / 1e6
+        );
+        let ratio = 100.0 * per_core / bare;
+        println!("full simulator with checkers = {ratio:.1}% of the bare loop (per core)");
+        ratios.push(ratio);
+    }
+    if rounds > 1 {
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "median over {rounds} rounds: full simulator with checkers = {:.1}% of the bare loop (per core; lowest {:.1}%, highest {:.1}%)",
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
+    }
     ExitCode::SUCCESS
 }
 
