@@ -166,59 +166,83 @@ impl Checker {
                 entity,
                 seq,
                 ..
-            } => {
-                let p = self.pair(*sender, *entity);
-                p.sent_max = p.sent_max.max(*seq);
-            }
+            } => self.on_send(*sender, *entity, *seq),
             TraceEvent::Deliver {
                 sender,
                 entity,
                 seq,
                 node,
                 incarnation,
-            } => {
-                let live_here = self
-                    .live
-                    .get(entity.0 as usize)
-                    .is_some_and(|l| l.iter().any(|(n, i)| n == node && i == incarnation));
-                if !live_here {
-                    return v(
-                        Outcome::NoDuplicate,
-                        format!(
-                            "{sender}→{entity} seq {seq} delivered on node {node} to incarnation {incarnation}, which is not a live incarnation of {entity}"
-                        ),
-                    );
-                }
-                let p = self.pair(*sender, *entity);
-                if *seq == 0 || *seq > p.sent_max {
-                    return v(
-                        Outcome::NoDuplicate,
-                        format!(
-                            "{sender}→{entity} seq {seq} delivered but never sent (sent up to {})",
-                            p.sent_max
-                        ),
-                    );
-                }
-                if p.was_delivered(*seq) {
-                    return v(
-                        Outcome::NoDuplicate,
-                        format!("{sender}→{entity} seq {seq} delivered twice (now on node {node}, incarnation {incarnation})"),
-                    );
-                }
-                let last = p.last_delivered;
-                p.mark(*seq);
-                if *seq < last {
-                    return v(
-                        Outcome::PerSenderOrder,
-                        format!(
-                            "{sender}→{entity} seq {seq} delivered after seq {last} (node {node}, incarnation {incarnation})"
-                        ),
-                    );
-                }
-                p.last_delivered = *seq;
-            }
+            } => return self.on_deliver(t, *sender, *entity, *seq, *node, *incarnation),
             _ => {}
         }
+        None
+    }
+
+    /// A [`TraceEvent::Send`]: what [`Checker::on_event`] does with it, as a direct call (the
+    /// simulator's hot path).
+    #[inline]
+    pub fn on_send(&mut self, sender: SenderId, entity: EntityId, seq: u64) {
+        let p = self.pair(sender, entity);
+        p.sent_max = p.sent_max.max(seq);
+    }
+
+    /// A [`TraceEvent::Deliver`]: what [`Checker::on_event`] does with it, as a direct call.
+    pub fn on_deliver(
+        &mut self,
+        t: Instant,
+        sender: SenderId,
+        entity: EntityId,
+        seq: u64,
+        node: NodeId,
+        incarnation: u64,
+    ) -> Option<Violation> {
+        let v = |invariant, detail: String| {
+            Some(Violation {
+                invariant,
+                t,
+                detail,
+            })
+        };
+        let live_here = self
+            .live
+            .get(entity.0 as usize)
+            .is_some_and(|l| l.iter().any(|(n, i)| *n == node && *i == incarnation));
+        if !live_here {
+            return v(
+                Outcome::NoDuplicate,
+                format!(
+                    "{sender}→{entity} seq {seq} delivered on node {node} to incarnation {incarnation}, which is not a live incarnation of {entity}"
+                ),
+            );
+        }
+        let p = self.pair(sender, entity);
+        if seq == 0 || seq > p.sent_max {
+            return v(
+                Outcome::NoDuplicate,
+                format!(
+                    "{sender}→{entity} seq {seq} delivered but never sent (sent up to {})",
+                    p.sent_max
+                ),
+            );
+        }
+        if p.was_delivered(seq) {
+            return v(
+                Outcome::NoDuplicate,
+                format!("{sender}→{entity} seq {seq} delivered twice (now on node {node}, incarnation {incarnation})"),
+            );
+        }
+        let last = p.last_delivered;
+        p.mark(seq);
+        if seq < last {
+            return v(
+                Outcome::PerSenderOrder,
+                format!(
+                    "{sender}→{entity} seq {seq} delivered after seq {last} (node {node}, incarnation {incarnation})"
+                ),
+            );
+        }
+        p.last_delivered = seq;
         None
     }
 

@@ -181,6 +181,10 @@ pub struct World {
     now: Instant,
     end: Instant,
     queue: EventQueue<Ev>,
+    /// Events deferred by paused processes, over all nodes.
+    deferred_total: usize,
+    /// The latest end of any pause so far: no process is paused after it.
+    paused_max: u64,
     nodes: Vec<Node>,
     next_inc: u32,
     next_incarnation: u64,
@@ -273,6 +277,8 @@ impl World {
             now: Instant::ZERO,
             end,
             queue: EventQueue::new(),
+            deferred_total: 0,
+            paused_max: 0,
             nodes,
             next_inc: 1,
             next_incarnation: 1,
@@ -424,16 +430,24 @@ impl World {
     }
 
     fn apply(&mut self, ev: Ev) {
+        if self.deferred_total == 0 && self.paused_max <= self.now.0 {
+            // No process is paused and none holds deferred events: the common case, decided
+            // without looking at the event.
+            self.apply_now(ev);
+            return;
+        }
         if let Some(node) = self.target(&ev) {
             let n = &mut self.nodes[node.0 as usize];
             if n.paused_until > self.now.0 {
                 // A paused process handles nothing; its events wait, in arrival order.
                 n.deferred.push_back(ev);
+                self.deferred_total += 1;
                 return;
             }
             if !n.deferred.is_empty() {
                 // Resumed: everything that arrived during the pause goes first (FIFO per link).
                 let deferred = std::mem::take(&mut n.deferred);
+                self.deferred_total -= deferred.len();
                 for e in deferred {
                     self.apply_now(e);
                 }
@@ -1031,12 +1045,21 @@ impl World {
                 self.window_shards.insert(shard);
             }
         }
-        self.emit(TraceEvent::Send {
-            sender: env.sender,
-            entity,
-            seq,
-            node,
-        });
+        // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
+        if self.violation.is_none() {
+            self.checker.on_send(env.sender, entity, seq);
+        }
+        if self.tracer.on() {
+            self.tracer.record(
+                self.now,
+                TraceEvent::Send {
+                    sender: env.sender,
+                    entity,
+                    seq,
+                    node,
+                },
+            );
+        }
         self.handle(node, Role::Region, Input::Request(env));
     }
 
@@ -1229,13 +1252,29 @@ impl World {
                 if !self.pending.is_empty() {
                     self.pending.remove(&(env.sender, env.entity, env.seq));
                 }
-                self.emit(TraceEvent::Deliver {
-                    sender: env.sender,
-                    entity: env.entity,
-                    seq: env.seq,
-                    node,
-                    incarnation: inc,
-                });
+                // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
+                if self.violation.is_none() {
+                    self.violation = self.checker.on_deliver(
+                        self.now,
+                        env.sender,
+                        env.entity,
+                        env.seq,
+                        node,
+                        inc,
+                    );
+                }
+                if self.tracer.on() {
+                    self.tracer.record(
+                        self.now,
+                        TraceEvent::Deliver {
+                            sender: env.sender,
+                            entity: env.entity,
+                            seq: env.seq,
+                            node,
+                            incarnation: inc,
+                        },
+                    );
+                }
             }
             Observation::Dropped { env, reason } => self.drop_msg(node, env, reason),
             Observation::ShardHosted(shard) => self.emit(TraceEvent::ShardHosted { shard, node }),
@@ -1390,6 +1429,7 @@ impl World {
                         let n = &mut self.nodes[x.0 as usize];
                         n.paused_until = n.paused_until.max(until);
                         let at = Instant(n.paused_until);
+                        self.paused_max = self.paused_max.max(at.0);
                         self.push(at, Ev::Resume { node: x });
                     }
                 }
