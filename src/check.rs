@@ -91,7 +91,16 @@ impl Checker {
         Checker::default()
     }
 
+    #[inline]
     fn pair(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
+        let (s, e) = (sender.0 as usize, entity.0 as usize);
+        if s < self.dense.len() && e < self.dense[s].len() {
+            return &mut self.dense[s][e];
+        }
+        self.pair_slow(sender, entity)
+    }
+
+    fn pair_slow(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
         if sender.0 < 4096 && entity.0 < 1 << 20 {
             let row = slot(&mut self.dense, sender.0 as usize);
             return slot(row, entity.0 as usize);
