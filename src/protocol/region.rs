@@ -14,24 +14,74 @@
 use crate::ids::{EntityId, RegionRef, ShardId};
 use crate::protocol::entity::{Entity, EntityFactory, ShardExtractor};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
-use crate::protocol::shard_map::ShardMap;
+use crate::protocol::shard_map::{ShardMap, DENSE_LIMIT};
 use crate::protocol::{
     Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, StopReason,
     Timer,
 };
 use crate::time::{Duration, Instant};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-/// One hosted shard and its live entities.
+/// One hosted shard: the ids of its live entities (the entities themselves are in the
+/// region's [`EntityTable`]).
 pub struct Shard {
-    entities: BTreeMap<EntityId, Box<dyn Entity>>,
+    ids: BTreeSet<EntityId>,
 }
 
 impl Shard {
     /// Ids of the live entities.
     pub fn entity_ids(&self) -> impl Iterator<Item = EntityId> + '_ {
-        self.entities.keys().copied()
+        self.ids.iter().copied()
+    }
+}
+
+/// The live entities of every shard a region hosts, by entity id: one vector slot per id below
+/// [`DENSE_LIMIT`], tagged with the entity's shard (one lookup per message on the hot path),
+/// and a B-tree keyed by (shard, entity) for larger ids and for an id that a second shard of
+/// this region also holds. That happens only with an extractor that is not a function of the
+/// entity id (§12 B8), and then each shard keeps its own incarnation, as Akka's would.
+#[derive(Default)]
+struct EntityTable {
+    dense: Vec<Option<(ShardId, Box<dyn Entity>)>>,
+    other: BTreeMap<(ShardId, EntityId), Box<dyn Entity>>,
+}
+
+impl EntityTable {
+    fn get_mut(&mut self, shard: ShardId, e: EntityId) -> Option<&mut Box<dyn Entity>> {
+        if let Some(Some((sh, _))) = self.dense.get(e.0 as usize) {
+            if *sh == shard {
+                return self.dense[e.0 as usize].as_mut().map(|(_, x)| x);
+            }
+        }
+        if self.other.is_empty() {
+            return None;
+        }
+        self.other.get_mut(&(shard, e))
+    }
+
+    fn insert(&mut self, shard: ShardId, e: EntityId, entity: Box<dyn Entity>) {
+        let i = e.0 as usize;
+        if e.0 < DENSE_LIMIT {
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            if self.dense[i].is_none() {
+                self.dense[i] = Some((shard, entity));
+                return;
+            }
+        }
+        self.other.insert((shard, e), entity);
+    }
+
+    fn remove(&mut self, shard: ShardId, e: EntityId) {
+        if let Some(slot) = self.dense.get_mut(e.0 as usize) {
+            if slot.as_ref().is_some_and(|(sh, _)| *sh == shard) {
+                *slot = None;
+                return;
+            }
+        }
+        self.other.remove(&(shard, e));
     }
 }
 
@@ -58,6 +108,8 @@ pub struct Region {
     register_backoff: Duration,
     region_by_shard: ShardMap<RegionRef>,
     shards: ShardMap<Shard>,
+    /// The entities of the hosted shards.
+    entities: EntityTable,
     buffers: ShardMap<VecDeque<Envelope>>,
     buffered_total: usize,
 }
@@ -75,6 +127,7 @@ impl Region {
             register_backoff,
             region_by_shard: ShardMap::new(),
             shards: ShardMap::new(),
+            entities: EntityTable::default(),
             buffers: ShardMap::new(),
             buffered_total: 0,
         }
@@ -252,7 +305,7 @@ impl Region {
         self.shards.insert(
             shard,
             Shard {
-                entities: BTreeMap::new(),
+                ids: BTreeSet::new(),
             },
         );
         out.observe(Observation::ShardHosted(shard));
@@ -269,25 +322,25 @@ impl Region {
             });
             return;
         };
-        let entity = s.entities.entry(env.entity).or_insert_with(|| {
-            out.observe(Observation::EntityStarted {
-                entity: env.entity,
-                shard,
-            });
-            self.cfg.factory.create(env.entity)
-        });
-        entity.receive(&env);
+        let e = env.entity;
+        if let Some(entity) = self.entities.get_mut(shard, e) {
+            entity.receive(&env);
+        } else {
+            out.observe(Observation::EntityStarted { entity: e, shard });
+            let mut entity = self.cfg.factory.create(e);
+            entity.receive(&env);
+            s.ids.insert(e);
+            self.entities.insert(shard, e, entity);
+        }
         out.observe(Observation::Delivered(env));
     }
 
     /// Stop every entity of a hosted shard and forget the shard.
     fn stop_shard(&mut self, shard: ShardId, reason: StopReason, out: &mut Outbox) {
         if let Some(s) = self.shards.remove(&shard) {
-            for entity in s.entities.keys() {
-                out.observe(Observation::EntityStopped {
-                    entity: *entity,
-                    reason,
-                });
+            for entity in s.ids {
+                self.entities.remove(shard, entity);
+                out.observe(Observation::EntityStopped { entity, reason });
             }
             out.observe(Observation::ShardUnhosted(shard));
         }
@@ -492,5 +545,41 @@ impl Region {
         } else if self.coordinator.is_none() {
             self.start_registration(out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::entity::RecordingEntity;
+
+    fn ent() -> Box<dyn Entity> {
+        Box::new(RecordingEntity::default())
+    }
+
+    #[test]
+    fn entity_table_keeps_one_incarnation_per_shard_and_entity() {
+        let (a, b, e) = (ShardId(1), ShardId(2), EntityId(7));
+        let mut t = EntityTable::default();
+        assert!(t.get_mut(a, e).is_none());
+        t.insert(a, e, ent());
+        assert!(t.get_mut(a, e).is_some());
+        // The same id under a second shard (a non-deterministic extractor, §12 B8) is a
+        // different incarnation, not a hit on the first.
+        assert!(t.get_mut(b, e).is_none());
+        t.insert(b, e, ent());
+        assert!(t.get_mut(b, e).is_some());
+        t.remove(a, e);
+        assert!(t.get_mut(a, e).is_none());
+        assert!(t.get_mut(b, e).is_some());
+        t.insert(a, e, ent());
+        t.remove(b, e);
+        assert!(t.get_mut(a, e).is_some() && t.get_mut(b, e).is_none());
+        // Ids beyond the dense range.
+        let big = EntityId(DENSE_LIMIT + 5);
+        t.insert(a, big, ent());
+        assert!(t.get_mut(a, big).is_some() && t.get_mut(b, big).is_none());
+        t.remove(a, big);
+        assert!(t.get_mut(a, big).is_none());
     }
 }

@@ -1254,14 +1254,9 @@ impl World {
                 }
                 // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
                 if self.violation.is_none() {
-                    self.violation = self.checker.on_deliver(
-                        self.now,
-                        env.sender,
-                        env.entity,
-                        env.seq,
-                        node,
-                        inc,
-                    );
+                    self.violation = self
+                        .checker
+                        .on_deliver(self.now, env.sender, env.entity, env.seq, node, inc);
                 }
                 if self.tracer.on() {
                     self.tracer.record(
