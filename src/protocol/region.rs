@@ -141,14 +141,26 @@ impl Region {
     /// Handle one input.
     pub fn handle(&mut self, now: Instant, input: Input, out: &mut Outbox) {
         match input {
-            Input::Request(env) => self.deliver_message(env, out),
-            Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
+            Input::Request(env) => self.request(env, out),
+            Input::Deliver { from, msg } => self.deliver(now, from, msg, out),
             Input::Timeout(Timer::RegionRetry) => self.on_retry(out),
             Input::Timeout(Timer::RegisterRetry) => self.on_register_retry(out),
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
             Input::Persisted => {}
         }
+    }
+
+    /// `handle(now, Input::Request(env), out)` as a direct call: a local sender's message
+    /// (`ShardRegion ! msg`). The simulator's hot path calls it without building an `Input`.
+    pub fn request(&mut self, env: Envelope, out: &mut Outbox) {
+        self.deliver_message(env, out)
+    }
+
+    /// `handle(now, Input::Deliver { from, msg }, out)` as a direct call: a message from
+    /// another actor.
+    pub fn deliver(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut Outbox) {
+        self.on_msg(now, from, msg, out)
     }
 
     // ---- getters for checkers and tests ----

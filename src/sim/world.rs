@@ -618,7 +618,12 @@ impl World {
                 msg,
             });
         }
-        self.handle(to.node, to.role, Input::Deliver { from, msg });
+        if to.role == Role::Region {
+            // `handle(.., Input::Deliver { from, msg })`, without building the input.
+            self.in_region(to.node, |r, now, out| r.deliver(now, from, msg, out));
+        } else {
+            self.handle(to.node, to.role, Input::Deliver { from, msg });
+        }
     }
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
@@ -1060,7 +1065,20 @@ impl World {
                 },
             );
         }
-        self.handle(node, Role::Region, Input::Request(env));
+        // `handle(node, Role::Region, Input::Request(env))`, without building the input.
+        self.in_region(node, |r, _, out| r.request(env, out));
+    }
+
+    /// Run `f` on the region of `node` (if it has one), then apply its outputs: `handle` for
+    /// the region's direct entry points.
+    fn in_region(&mut self, node: NodeId, f: impl FnOnce(&mut Region, Instant, &mut Outbox)) {
+        let mut out = std::mem::take(&mut self.out);
+        let now = self.now;
+        if let Some(r) = self.nodes[node.0 as usize].region.as_mut() {
+            f(r, now, &mut out);
+        }
+        self.apply_outputs(node, Role::Region, &mut out);
+        self.out = out;
     }
 
     /// Run one input through one role of a node, then apply its outputs.
