@@ -178,7 +178,9 @@ impl GossipState {
                     x.status = x.status.max(m.status);
                     x.up_number = x.up_number.max(m.up_number);
                     x.hosting |= m.hosting;
-                    x.down_reason = x.down_reason.clone().max(m.down_reason.clone());
+                    if m.down_reason > x.down_reason {
+                        x.down_reason.clone_from(&m.down_reason);
+                    }
                 }
             }
         }
