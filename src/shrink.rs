@@ -517,46 +517,62 @@ impl Reducer {
         }
         let a = &self.best;
         let mut parts = Vec::new();
-        if a.entities.count != b.entities.count {
-            parts.push(format!(
-                "entities {} → {}",
-                b.entities.count, a.entities.count
-            ));
-        }
-        if a.entities.shards != b.entities.shards {
-            parts.push(format!(
-                "shards {} → {}",
-                b.entities.shards, a.entities.shards
-            ));
-        }
-        if a.workload.senders_per_node != b.workload.senders_per_node {
-            parts.push(format!(
-                "senders per node {} → {}",
-                b.workload.senders_per_node, a.workload.senders_per_node
-            ));
-        }
-        if a.workload.focus != b.workload.focus {
-            parts.push(format!(
-                "focus {} → {} entities per sender",
-                if b.workload.focus == 0 {
-                    b.entities.count
-                } else {
-                    b.workload.focus
-                },
-                a.workload.focus
-            ));
-        }
-        if a.workload.interval_ms != b.workload.interval_ms {
-            parts.push(format!(
-                "send interval {:?} → {:?} ms",
-                b.workload.interval_ms, a.workload.interval_ms
-            ));
-        }
-        if a.workload.stop_ms != b.workload.stop_ms {
-            parts.push(format!(
-                "workload stop {} → {} ms",
-                b.workload.stop_ms, a.workload.stop_ms
-            ));
+        let (bw, aw) = (&b.workload, &a.workload);
+        let focus_before = if bw.focus == 0 {
+            b.entities.count
+        } else {
+            bw.focus
+        };
+        let n = |x: u32| x.to_string();
+        // (changed, what, before, after, unit)
+        let changes = [
+            (
+                a.entities.count != b.entities.count,
+                "entities",
+                n(b.entities.count),
+                n(a.entities.count),
+                "",
+            ),
+            (
+                a.entities.shards != b.entities.shards,
+                "shards",
+                n(b.entities.shards),
+                n(a.entities.shards),
+                "",
+            ),
+            (
+                aw.senders_per_node != bw.senders_per_node,
+                "senders per node",
+                n(bw.senders_per_node),
+                n(aw.senders_per_node),
+                "",
+            ),
+            (
+                aw.focus != bw.focus,
+                "focus",
+                n(focus_before),
+                n(aw.focus),
+                " entities per sender",
+            ),
+            (
+                aw.interval_ms != bw.interval_ms,
+                "send interval",
+                format!("{:?}", bw.interval_ms),
+                format!("{:?}", aw.interval_ms),
+                " ms",
+            ),
+            (
+                aw.stop_ms != bw.stop_ms,
+                "workload stop",
+                bw.stop_ms.to_string(),
+                aw.stop_ms.to_string(),
+                " ms",
+            ),
+        ];
+        for (changed, what, before, after, unit) in changes {
+            if changed {
+                parts.push(format!("{what} {before} → {after}{unit}"));
+            }
         }
         if !parts.is_empty() {
             let line = parts.join(", ");

@@ -49,9 +49,9 @@ struct EntityTable {
 
 impl EntityTable {
     fn get_mut(&mut self, shard: ShardId, e: EntityId) -> Option<&mut Box<dyn Entity>> {
-        if let Some(Some((sh, _))) = self.dense.get(e.0 as usize) {
+        if let Some(Some((sh, x))) = self.dense.get_mut(e.0 as usize) {
             if *sh == shard {
-                return self.dense[e.0 as usize].as_mut().map(|(_, x)| x);
+                return Some(x);
             }
         }
         if self.other.is_empty() {

@@ -1070,7 +1070,7 @@ impl World {
     }
 
     /// Run `f` on the region of `node` (if it has one), then apply its outputs: `handle` for
-    /// the region's direct entry points.
+    /// the region, through any of its entry points.
     fn in_region(&mut self, node: NodeId, f: impl FnOnce(&mut Region, Instant, &mut Outbox)) {
         let mut out = std::mem::take(&mut self.out);
         let now = self.now;
@@ -1083,22 +1083,16 @@ impl World {
 
     /// Run one input through one role of a node, then apply its outputs.
     fn handle(&mut self, node: NodeId, role: Role, input: Input) {
+        if role == Role::Region {
+            self.in_region(node, |r, now, out| r.handle(now, input, out));
+            return;
+        }
         let mut out = std::mem::take(&mut self.out);
         let now = self.now;
-        let n = &mut self.nodes[node.0 as usize];
-        match role {
-            Role::Region => {
-                if let Some(r) = n.region.as_mut() {
-                    r.handle(now, input, &mut out);
-                }
-            }
-            Role::Coordinator => {
-                if let Some(c) = n.coordinator.as_mut() {
-                    c.handle(now, input, &mut out);
-                }
-            }
+        if let Some(c) = self.nodes[node.0 as usize].coordinator.as_mut() {
+            c.handle(now, input, &mut out);
         }
-        self.apply_outputs(node, role, &mut out);
+        self.apply_outputs(node, Role::Coordinator, &mut out);
         self.out = out;
     }
 
