@@ -22,6 +22,7 @@ pub mod check;
 pub mod gen;
 pub mod ids;
 pub mod membership;
+pub mod node;
 pub mod protocol;
 pub mod rng;
 pub mod scenario;

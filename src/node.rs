@@ -1,0 +1,726 @@
+//! One node incarnation as a sans-IO unit: everything Akka runs inside one actor system.
+//!
+//! A [`Node`] holds the node's cluster [`Membership`], its ShardRegion, and, while its own member
+//! view says it is the oldest Up hosting member, the ShardCoordinator singleton with its
+//! recovery and back-off supervisor (`coordinator-failure-backoff`). It also runs death watch of
+//! the coordinator (every region learns `CoordinatorTerminated`), Akka's seed-node join process
+//! (`seed-node-timeout`), and the numbering of entity incarnations.
+//!
+//! Every host drives it the same way: `handle(now, input, &mut ctx, &mut out)` with exactly one
+//! [`NodeInput`], then applies the [`NodeOutput`]s in order (messages onto its network, timers
+//! onto its clock, journal writes onto its journal, observations into its checker and trace).
+//! The node owns its timer table: a timer is set with a generation and a fired timer whose
+//! generation is no longer current is ignored here, so a host only has to deliver what it was
+//! asked to. Nothing here reads a clock, a socket or a global, and nothing panics.
+
+use crate::ids::{EntityId, NodeId, NodeInc, RegionRef};
+use crate::membership::MembershipEvent;
+use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipConfig, NodeAddr};
+use crate::protocol::allocation::LeastShardAllocationStrategy;
+use crate::protocol::coordinator::Coordinator;
+use crate::protocol::region::{Region, RegionConfig};
+use crate::protocol::{
+    Addr, CoordinatorEvent, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation,
+    Outbox, Output, Role, Timer,
+};
+use crate::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Akka's `seed-node-timeout` (5 s).
+pub const SEED_NODE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What every node of a run shares.
+pub struct NodeConfig {
+    /// The region's settings, options, extractor and entity factory.
+    pub region: Arc<RegionConfig>,
+    /// Membership: heartbeats, gossip, the downing provider.
+    pub membership: MembershipConfig,
+    /// Entities in the run (sizes the incarnation table).
+    pub entities: u32,
+}
+
+/// The timers of one node: its roles', its membership's, and its own.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum NodeTimer {
+    /// A timer of the region or the coordinator.
+    Role(Timer),
+    /// A membership timer.
+    Membership(MTimer),
+    /// The singleton manager looks again whether the coordinator should run here (after the
+    /// back-off). Not generation-stamped: every one fires.
+    SingletonCheck,
+    /// The seed-node process looks whether this node was welcomed (`seed-node-timeout`). Not
+    /// generation-stamped. The host answers it with [`NodeInput::JoinCheck`].
+    JoinCheck,
+}
+
+/// Everything a node can be told. Exactly one per `handle` call.
+#[derive(Clone, Debug)]
+pub enum NodeInput {
+    /// Start this incarnation: its region, and its membership joining through `seeds`.
+    Start {
+        /// Members to send `Join` to; empty: form a new cluster.
+        seeds: Vec<NodeAddr>,
+    },
+    /// A sharding message for `role` on this node. The host checks [`Node::has_role`] first:
+    /// a message for an actor that is not running is a dead letter.
+    Deliver {
+        /// The sending actor.
+        from: Addr,
+        /// The receiving actor.
+        role: Role,
+        /// The message.
+        msg: Msg,
+    },
+    /// A local sender hands a message to the region.
+    Request(Envelope),
+    /// A membership message from another node.
+    Cluster {
+        /// The sender.
+        from: NodeAddr,
+        /// The message.
+        msg: MMsg,
+    },
+    /// A timer set through [`NodeOutput::SetTimer`] fired.
+    Timer {
+        /// Which.
+        timer: NodeTimer,
+        /// The generation it was set with.
+        gen: u64,
+    },
+    /// The seed-node timeout fired (see [`NodeTimer::JoinCheck`]). The host answers the
+    /// `InitJoin` this node would send: `members` are the live nodes that are Up members and
+    /// would answer it; `first_live` is the lowest live node (the one that may form a cluster).
+    JoinCheck {
+        /// Live Up members, in node order.
+        members: Vec<NodeAddr>,
+        /// The lowest live node.
+        first_live: Option<NodeAddr>,
+    },
+    /// The journal acknowledged a write of coordinator generation `gen`.
+    Persisted {
+        /// The coordinator generation that wrote.
+        gen: u32,
+    },
+    /// An operator on this node downs `target`.
+    Down(NodeAddr),
+    /// Leave the cluster gracefully.
+    Leave,
+    /// The process stops at once (a crash): buffered messages are lost.
+    Stop {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Everything a node asks of its host, applied in order.
+#[derive(Clone, Debug)]
+pub enum NodeOutput {
+    /// Send a sharding message from this node's `from` actor.
+    Send {
+        /// The sending actor on this node.
+        from: Role,
+        /// The destination.
+        to: Addr,
+        /// The message.
+        msg: Msg,
+    },
+    /// Send a membership message.
+    SendCluster {
+        /// The recipient.
+        to: NodeAddr,
+        /// The message.
+        msg: MMsg,
+    },
+    /// Death watch: the coordinator stopped, and every live region hears
+    /// `CoordinatorTerminated` from it.
+    CoordinatorTerminated,
+    /// Start (or replace) a timer.
+    SetTimer {
+        /// Which.
+        timer: NodeTimer,
+        /// After how long.
+        after: Duration,
+        /// Its generation, handed back with [`NodeInput::Timer`].
+        gen: u64,
+    },
+    /// Write an event to the coordinator's journal; the host answers with
+    /// [`NodeInput::Persisted`] carrying `gen`.
+    Persist {
+        /// The writing coordinator's generation on this node.
+        gen: u32,
+        /// The event.
+        event: CoordinatorEvent,
+    },
+    /// A fact from a role, with the entity incarnation it concerns (started, stopped or
+    /// delivered to; 0 otherwise).
+    Observe {
+        /// The fact.
+        obs: Observation,
+        /// The entity incarnation.
+        incarnation: u64,
+    },
+    /// A role timer fired and is being handled.
+    TimerFired(Timer),
+    /// This node's member view changed.
+    View(Vec<Member>),
+    /// A membership observation.
+    Cluster(MembershipEvent),
+    /// The seed-node process joins again through `seeds` (empty: as a new cluster).
+    JoinAgain(Vec<NodeAddr>),
+    /// The coordinator singleton started here after replaying `replayed` journal events.
+    CoordinatorStarted {
+        /// Events replayed.
+        replayed: usize,
+    },
+    /// The coordinator here stopped.
+    CoordinatorStopped {
+        /// Why.
+        reason: &'static str,
+    },
+    /// The coordinator could not recover; the back-off supervisor retries.
+    RecoveryFailed {
+        /// Why.
+        reason: String,
+    },
+    /// The node stopped (crash, or shut down after leaving, being downed or removed). Nothing
+    /// follows; the host drops the node.
+    Shutdown {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What the host lends a node for one `handle` call.
+pub struct NodeCtx<'a> {
+    /// The coordinator journal as recovery would read it now; `None` when it is unreachable
+    /// from this node.
+    pub journal: Option<&'a [CoordinatorEvent]>,
+    /// The run-wide counter of entity incarnations (incarnation numbers are unique in a run).
+    pub next_incarnation: &'a mut u64,
+}
+
+/// One node incarnation.
+pub struct Node {
+    me: NodeAddr,
+    hosting: bool,
+    cfg: Arc<NodeConfig>,
+    stopped: bool,
+    region: Option<Region>,
+    coordinator: Option<Coordinator>,
+    /// Counts coordinator instances on this node; journal acknowledgements carry it.
+    coord_gen: u32,
+    /// The singleton's back-off: no coordinator start before this time (µs).
+    coord_backoff_until: u64,
+    membership: Membership,
+    /// This node's current member view.
+    view: Vec<Member>,
+    /// Armed timers and their generations.
+    timers: BTreeMap<NodeTimer, u64>,
+    timer_gen: u64,
+    /// entity → its current incarnation here (0: none).
+    entity_inc: Vec<u64>,
+    /// Scratch buffers, reused across calls.
+    out: Outbox,
+    mout: Vec<MOutput>,
+}
+
+impl Node {
+    /// A new incarnation `me`; send it [`NodeInput::Start`] next.
+    pub fn new(me: NodeAddr, hosting: bool, cfg: Arc<NodeConfig>) -> Self {
+        Node {
+            me,
+            hosting,
+            stopped: false,
+            region: Some(Region::new(
+                RegionRef {
+                    node: me.node,
+                    inc: me.inc,
+                },
+                hosting,
+                cfg.region.clone(),
+            )),
+            coordinator: None,
+            coord_gen: 0,
+            coord_backoff_until: 0,
+            membership: Membership::new(me, hosting, cfg.membership.clone()),
+            view: Vec::new(),
+            timers: BTreeMap::new(),
+            timer_gen: 0,
+            entity_inc: vec![0; cfg.entities as usize],
+            out: Outbox::default(),
+            mout: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// This incarnation's address.
+    pub fn addr(&self) -> NodeAddr {
+        self.me
+    }
+
+    /// Whether `role` is running here (a message for it is not a dead letter).
+    pub fn has_role(&self, role: Role) -> bool {
+        match role {
+            Role::Region => self.region.is_some(),
+            Role::Coordinator => self.coordinator.is_some(),
+        }
+    }
+
+    /// The region, while it runs.
+    pub fn region(&self) -> Option<&Region> {
+        self.region.as_ref()
+    }
+
+    /// The coordinator, while it runs here.
+    pub fn coordinator(&self) -> Option<&Coordinator> {
+        self.coordinator.as_ref()
+    }
+
+    /// The generation of the current (or last) coordinator here.
+    pub fn coordinator_gen(&self) -> u32 {
+        self.coord_gen
+    }
+
+    /// This node's member view.
+    pub fn view(&self) -> &[Member] {
+        &self.view
+    }
+
+    /// This node's own member status, once a member has welcomed it.
+    pub fn status_of_self(&self) -> Option<MemberStatus> {
+        self.membership.status_of_self()
+    }
+
+    /// Apply one input.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        input: NodeInput,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        if self.stopped {
+            return;
+        }
+        match input {
+            NodeInput::Start { seeds } => {
+                let mut o = std::mem::take(&mut self.out);
+                if let Some(r) = self.region.as_mut() {
+                    r.start(now, &mut o);
+                }
+                self.apply(now, Role::Region, &mut o, ctx, out);
+                self.out = o;
+                self.membership_input(now, MInput::Start { seeds }, ctx, out);
+                self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
+            }
+            NodeInput::Deliver { from, role, msg } => match role {
+                Role::Region => self.deliver(now, from, msg, ctx, out),
+                Role::Coordinator => {
+                    self.coordinator_input(now, Input::Deliver { from, msg }, ctx, out)
+                }
+            },
+            NodeInput::Request(env) => self.request(now, env, ctx, out),
+            NodeInput::Cluster { from, msg } => {
+                self.membership_input(now, MInput::Deliver { from, msg }, ctx, out)
+            }
+            NodeInput::Timer { timer, gen } => self.on_timer(now, timer, gen, ctx, out),
+            NodeInput::JoinCheck {
+                members,
+                first_live,
+            } => self.on_join_check(now, members, first_live, ctx, out),
+            NodeInput::Persisted { gen } => {
+                if self.coordinator.is_some() && self.coord_gen == gen {
+                    self.coordinator_input(now, Input::Persisted, ctx, out);
+                }
+            }
+            NodeInput::Down(target) => {
+                self.membership_input(now, MInput::DownCommand(target), ctx, out)
+            }
+            NodeInput::Leave => self.membership_input(now, MInput::Leave, ctx, out),
+            NodeInput::Stop { reason } => self.shutdown(reason, out),
+        }
+    }
+
+    /// [`NodeInput::Request`] as a direct call (the host's hot path).
+    #[inline]
+    pub fn request(
+        &mut self,
+        now: Instant,
+        env: Envelope,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        let mut o = std::mem::take(&mut self.out);
+        if let Some(r) = self.region.as_mut() {
+            r.request(env, &mut o);
+        }
+        self.apply(now, Role::Region, &mut o, ctx, out);
+        self.out = o;
+    }
+
+    /// [`NodeInput::Deliver`] to the region as a direct call (the host's hot path).
+    #[inline]
+    pub fn deliver(
+        &mut self,
+        now: Instant,
+        from: Addr,
+        msg: Msg,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        let mut o = std::mem::take(&mut self.out);
+        if let Some(r) = self.region.as_mut() {
+            r.deliver(now, from, msg, &mut o);
+        }
+        self.apply(now, Role::Region, &mut o, ctx, out);
+        self.out = o;
+    }
+
+    fn region_input(
+        &mut self,
+        now: Instant,
+        input: Input,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        let mut o = std::mem::take(&mut self.out);
+        if let Some(r) = self.region.as_mut() {
+            r.handle(now, input, &mut o);
+        }
+        self.apply(now, Role::Region, &mut o, ctx, out);
+        self.out = o;
+    }
+
+    fn coordinator_input(
+        &mut self,
+        now: Instant,
+        input: Input,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        let mut o = std::mem::take(&mut self.out);
+        if let Some(c) = self.coordinator.as_mut() {
+            c.handle(now, input, &mut o);
+        }
+        self.apply(now, Role::Coordinator, &mut o, ctx, out);
+        self.out = o;
+    }
+
+    fn set_timer(&mut self, timer: NodeTimer, after: Duration, out: &mut Vec<NodeOutput>) {
+        self.timer_gen += 1;
+        let gen = self.timer_gen;
+        if !matches!(timer, NodeTimer::SingletonCheck | NodeTimer::JoinCheck) {
+            self.timers.insert(timer, gen);
+        }
+        out.push(NodeOutput::SetTimer { timer, after, gen });
+    }
+
+    fn on_timer(
+        &mut self,
+        now: Instant,
+        timer: NodeTimer,
+        gen: u64,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        match timer {
+            NodeTimer::SingletonCheck => return self.singleton_check(now, ctx, out),
+            // Answered by the host with NodeInput::JoinCheck.
+            NodeTimer::JoinCheck => return,
+            NodeTimer::Role(_) | NodeTimer::Membership(_) => {}
+        }
+        if self.timers.get(&timer) != Some(&gen) {
+            return; // cancelled or replaced
+        }
+        self.timers.remove(&timer);
+        match timer {
+            NodeTimer::Role(t) => {
+                out.push(NodeOutput::TimerFired(t));
+                match t.role() {
+                    Role::Region => self.region_input(now, Input::Timeout(t), ctx, out),
+                    Role::Coordinator => self.coordinator_input(now, Input::Timeout(t), ctx, out),
+                }
+            }
+            NodeTimer::Membership(t) => self.membership_input(now, MInput::Timeout(t), ctx, out),
+            NodeTimer::SingletonCheck | NodeTimer::JoinCheck => {}
+        }
+    }
+
+    /// Apply one role's outputs: the node-local ones here, the rest to the host.
+    fn apply(
+        &mut self,
+        now: Instant,
+        role: Role,
+        o: &mut Outbox,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        for x in o.drain() {
+            match x {
+                Output::Send { to, msg } => out.push(NodeOutput::Send {
+                    from: role,
+                    to,
+                    msg,
+                }),
+                Output::SetTimer { timer, after } => {
+                    self.set_timer(NodeTimer::Role(timer), after, out)
+                }
+                Output::CancelTimer(timer) => {
+                    self.timers.remove(&NodeTimer::Role(timer));
+                }
+                Output::Persist(event) => out.push(NodeOutput::Persist {
+                    gen: self.coord_gen,
+                    event,
+                }),
+                Output::Observe(obs) => self.observe(obs, ctx, out),
+                Output::Stop { reason } => match role {
+                    Role::Coordinator => self.stop_coordinator(now, reason, out),
+                    Role::Region => self.region = None,
+                },
+            }
+        }
+    }
+
+    /// Entity incarnation numbering, then the fact to the host.
+    fn observe(&mut self, obs: Observation, ctx: &mut NodeCtx<'_>, out: &mut Vec<NodeOutput>) {
+        let incarnation = match &obs {
+            Observation::EntityStarted { entity, .. } => {
+                let inc = *ctx.next_incarnation;
+                *ctx.next_incarnation += 1;
+                if let Some(slot) = self.entity_inc.get_mut(entity.0 as usize) {
+                    *slot = inc;
+                }
+                inc
+            }
+            Observation::EntityStopped { entity, .. } => self
+                .entity_inc
+                .get_mut(entity.0 as usize)
+                .map(|slot| std::mem::replace(slot, 0))
+                .unwrap_or(0),
+            Observation::Delivered(env) => self.incarnation_of(env.entity),
+            _ => 0,
+        };
+        out.push(NodeOutput::Observe { obs, incarnation });
+    }
+
+    /// The live incarnation of `entity` here (0: none).
+    pub fn incarnation_of(&self, entity: EntityId) -> u64 {
+        self.entity_inc.get(entity.0 as usize).copied().unwrap_or(0)
+    }
+
+    fn membership_input(
+        &mut self,
+        now: Instant,
+        input: MInput,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        let mut mout = std::mem::take(&mut self.mout);
+        self.membership.handle(now, input, &mut mout);
+        for o in mout.drain(..) {
+            if self.stopped {
+                break; // the node shut down while applying its outputs
+            }
+            match o {
+                MOutput::Send { to, msg } => out.push(NodeOutput::SendCluster { to, msg }),
+                MOutput::SetTimer { timer, after } => {
+                    self.set_timer(NodeTimer::Membership(timer), after, out)
+                }
+                MOutput::CancelTimer(timer) => {
+                    self.timers.remove(&NodeTimer::Membership(timer));
+                }
+                MOutput::MembersChanged(members) => self.on_view(now, members, ctx, out),
+                MOutput::Shutdown { reason } => self.shutdown(reason, out),
+                MOutput::Observe(ev) => out.push(NodeOutput::Cluster(ev)),
+            }
+        }
+        self.mout = mout;
+    }
+
+    /// Akka's seed-node process (`seed-node-timeout`): a node that no member has welcomed joins
+    /// again through the nodes that are members; when there are none (the whole cluster went
+    /// down), the lowest live node joins itself and the others join it.
+    fn on_join_check(
+        &mut self,
+        now: Instant,
+        members: Vec<NodeAddr>,
+        first_live: Option<NodeAddr>,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        if self.membership.status_of_self().is_some() {
+            return; // welcomed
+        }
+        let seeds = if !members.is_empty() {
+            members
+        } else if first_live.map(|a| a.node) == Some(self.me.node) {
+            Vec::new() // join itself: a new cluster
+        } else {
+            first_live.into_iter().collect()
+        };
+        self.timers
+            .retain(|t, _| !matches!(t, NodeTimer::Membership(_)));
+        self.membership = Membership::new(self.me, self.hosting, self.cfg.membership.clone());
+        out.push(NodeOutput::JoinAgain(seeds.clone()));
+        self.membership_input(now, MInput::Start { seeds }, ctx, out);
+        self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
+    }
+
+    /// This node's member view changed: tell its coordinator and region, then re-decide where
+    /// the singleton runs.
+    fn on_view(
+        &mut self,
+        now: Instant,
+        members: Vec<Member>,
+        ctx: &mut NodeCtx<'_>,
+        out: &mut Vec<NodeOutput>,
+    ) {
+        self.view = members.clone();
+        out.push(NodeOutput::View(members.clone()));
+        if self.coordinator.is_some() {
+            self.coordinator_input(now, Input::MembersChanged(members.clone()), ctx, out);
+        }
+        self.region_input(now, Input::MembersChanged(members), ctx, out);
+        self.singleton_check(now, ctx, out);
+    }
+
+    /// ClusterSingletonManager, from this node's own view: the coordinator runs here while this
+    /// node is the oldest Up hosting member and no older hosting member is still in the view
+    /// (an older Leaving/Exiting/Down member must be removed first: take-over, not hand-over).
+    fn singleton_check(&mut self, now: Instant, ctx: &mut NodeCtx<'_>, out: &mut Vec<NodeOutput>) {
+        if !self.hosting {
+            return;
+        }
+        let (node, inc) = (self.me.node, self.me.inc);
+        let me = self
+            .view
+            .iter()
+            .find(|m| m.node == node && m.inc == inc)
+            .copied();
+        let should_run = me.is_some_and(|me| {
+            me.status == MemberStatus::Up
+                && !self.view.iter().any(|m| {
+                    m.hosting && (m.node, m.inc) != (node, inc) && m.up_number < me.up_number
+                })
+        });
+        if self.coordinator.is_some() && !should_run {
+            self.stop_coordinator(now, "no longer the oldest member (hand-over)", out);
+            return;
+        }
+        if self.coordinator.is_some() || !should_run {
+            return;
+        }
+        if now.0 < self.coord_backoff_until {
+            let after = Duration(self.coord_backoff_until - now.0);
+            self.set_timer(NodeTimer::SingletonCheck, after, out);
+            return;
+        }
+        // Recovery reads the journal over the network.
+        let Some(journal) = ctx.journal else {
+            return self.recovery_failed(now, "journal unreachable".to_string(), out);
+        };
+        let settings = &self.cfg.region.settings;
+        let strategy = Box::new(LeastShardAllocationStrategy::new(
+            settings.least_shard_allocation_strategy.clone(),
+        ));
+        let mut o = std::mem::take(&mut self.out);
+        match Coordinator::recover(
+            Addr {
+                node,
+                inc,
+                role: Role::Coordinator,
+            },
+            settings.clone(),
+            self.cfg.region.options.clone(),
+            strategy,
+            journal,
+            &mut o,
+        ) {
+            Ok(c) => {
+                self.coordinator = Some(c);
+                self.coord_gen += 1;
+                out.push(NodeOutput::CoordinatorStarted {
+                    replayed: journal.len(),
+                });
+                self.apply(now, Role::Coordinator, &mut o, ctx, out);
+                self.out = o;
+                let view = self.view.clone();
+                self.coordinator_input(now, Input::MembersChanged(view), ctx, out);
+            }
+            Err(e) => {
+                o.0.clear();
+                self.out = o;
+                // Akka: recovery failure stops the coordinator; the back-off supervisor retries.
+                self.recovery_failed(now, e.0, out);
+            }
+        }
+    }
+
+    fn recovery_failed(&mut self, now: Instant, reason: String, out: &mut Vec<NodeOutput>) {
+        out.push(NodeOutput::RecoveryFailed { reason });
+        self.back_off_singleton(now, out);
+    }
+
+    /// The singleton's back-off supervisor (`coordinator-failure-backoff`): no coordinator here
+    /// before the back-off ends, then check again.
+    fn back_off_singleton(&mut self, now: Instant, out: &mut Vec<NodeOutput>) {
+        let backoff = self.cfg.region.settings.coordinator_failure_backoff_ms * 1000;
+        self.coord_backoff_until = now.0 + backoff;
+        self.set_timer(NodeTimer::SingletonCheck, Duration(backoff), out);
+    }
+
+    /// Stop the coordinator here; every region learns through death watch.
+    fn stop_coordinator(&mut self, now: Instant, reason: &'static str, out: &mut Vec<NodeOutput>) {
+        if self.coordinator.take().is_none() {
+            return;
+        }
+        self.timers
+            .retain(|t, _| !matches!(t, NodeTimer::Role(t) if t.role() == Role::Coordinator));
+        out.push(NodeOutput::CoordinatorStopped { reason });
+        out.push(NodeOutput::CoordinatorTerminated);
+        self.back_off_singleton(now, out);
+    }
+
+    /// The node stops: crash, or shutdown after being downed, removed or leaving. Messages
+    /// buffered in its region are lost.
+    fn shutdown(&mut self, reason: String, out: &mut Vec<NodeOutput>) {
+        if self.stopped {
+            return;
+        }
+        if let Some(r) = self.region.as_ref() {
+            for env in r.buffered_messages() {
+                out.push(NodeOutput::Observe {
+                    obs: Observation::Dropped {
+                        env,
+                        reason: DropReason::NodeDown,
+                    },
+                    incarnation: 0,
+                });
+            }
+        }
+        self.stopped = true;
+        self.region = None;
+        self.coordinator = None;
+        self.view.clear();
+        self.timers.clear();
+        self.entity_inc.iter_mut().for_each(|x| *x = 0);
+        out.push(NodeOutput::Shutdown { reason });
+    }
+
+    /// Whether this incarnation has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The node id.
+    pub fn id(&self) -> NodeId {
+        self.me.node
+    }
+
+    /// The incarnation.
+    pub fn inc(&self) -> NodeInc {
+        self.me.inc
+    }
+}

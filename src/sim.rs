@@ -1,0 +1,992 @@
+//! The deterministic discrete-event world that runs the protocol.
+//!
+//! One event queue ordered by (time, sequence); a simulated clock in microseconds; every random
+//! draw from a ChaCha8 stream forked per subsystem from the schedule's seed. The world holds no
+//! protocol rule: each node is a sans-IO [`Node`]; the world moves its messages over the
+//! simulated network ([`net`]), fires its timers, serves its journal writes ([`journal`]),
+//! drives the workload ([`workload`]), injects faults ([`faults`]), and feeds every fact to the
+//! checker and the trace.
+
+pub mod faults;
+pub mod journal;
+pub mod liveness;
+pub mod net;
+pub mod queue;
+pub mod swarm;
+pub mod workload;
+
+use crate::check::{Checker, Violation};
+use crate::ids::{NodeId, NodeInc, ShardId};
+use crate::membership::{MMsg, NodeAddr};
+use crate::node::{Node, NodeConfig, NodeCtx, NodeInput, NodeOutput, NodeTimer};
+use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
+use crate::protocol::region::RegionConfig;
+use crate::protocol::{
+    Addr, CoordinatorEvent, DropReason, Envelope, MemberStatus, Msg, Observation, Role,
+};
+use crate::scenario::{FaultSpec, Outcome, Scenario};
+use crate::time::{Duration, Instant};
+use crate::trace::{TraceEvent, TraceMode, Tracer};
+use journal::Journal;
+use liveness::Liveness;
+use net::Net;
+use queue::EventQueue;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use workload::Workload;
+
+/// Counters of one schedule.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stats {
+    /// Events applied.
+    pub events: u64,
+    /// Protocol messages delivered (including user messages forwarded between regions).
+    pub messages: u64,
+    /// User messages sent by the workload.
+    pub sends: u64,
+    /// User messages delivered to entities.
+    pub deliveries: u64,
+    /// User messages dropped.
+    pub drops: u64,
+    /// Hand-offs started.
+    pub rebalances: u64,
+    /// Hand-offs completed.
+    pub rebalances_done: u64,
+    /// Entity incarnations started.
+    pub entity_starts: u64,
+    /// Faults injected.
+    #[serde(default)]
+    pub faults: u64,
+    /// Coordinators started (initial start, fail-overs and restarts).
+    #[serde(default)]
+    pub coordinator_starts: u64,
+}
+
+/// The result of one schedule.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The seed.
+    pub seed: u64,
+    /// The first violation, if any.
+    pub violation: Option<Violation>,
+    /// Counters.
+    pub stats: Stats,
+    /// Simulated time at the end.
+    pub end: Instant,
+    /// Hash of the trace (0 when tracing was off).
+    pub trace_hash: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Ev {
+    Deliver {
+        from: Addr,
+        to: Addr,
+        msg: Msg,
+        epoch: u32,
+    },
+    Cluster {
+        from: NodeAddr,
+        to: NodeAddr,
+        msg: Box<MMsg>,
+        epoch: u32,
+    },
+    Timer {
+        node: NodeId,
+        inc: NodeInc,
+        timer: NodeTimer,
+        gen: u64,
+    },
+    JournalWrite {
+        node: NodeId,
+        inc: NodeInc,
+        gen: u32,
+        event: CoordinatorEvent,
+        epoch: u32,
+    },
+    Persisted {
+        node: NodeId,
+        inc: NodeInc,
+        gen: u32,
+        epoch: u32,
+    },
+    Join {
+        node: NodeId,
+    },
+    Send {
+        sender: u32,
+    },
+    Fault {
+        idx: u32,
+    },
+    LivenessPhase,
+    /// A pause ends: flush what arrived meanwhile.
+    Resume {
+        node: NodeId,
+    },
+}
+
+/// One node id's place in the world: the running incarnation, if any, and the process state
+/// the fault injector controls.
+struct Slot {
+    node: Option<Node>,
+    /// The current (or last) incarnation.
+    inc: NodeInc,
+    hosting: bool,
+    /// Paused until this time (µs); 0: running.
+    paused_until: u64,
+    /// Events that arrived while paused, in arrival order; flushed before anything newer.
+    deferred: VecDeque<Ev>,
+}
+
+/// One simulated cluster running one schedule.
+pub struct World {
+    sc: Arc<Scenario>,
+    seed: u64,
+    now: Instant,
+    end: Instant,
+    queue: EventQueue<Ev>,
+    /// Events deferred by paused processes, over all nodes.
+    deferred_total: usize,
+    /// The latest end of any pause so far: no process is paused after it.
+    paused_max: u64,
+    slots: Vec<Slot>,
+    next_inc: u32,
+    next_incarnation: u64,
+    net: Net,
+    journal: Journal,
+    workload: Workload,
+    plan: Vec<FaultSpec>,
+    node_cfg: Arc<NodeConfig>,
+    extractor: Arc<TabledExtractor>,
+    checker: Checker,
+    tracer: Tracer,
+    stats: Stats,
+    violation: Option<Violation>,
+    nout: Vec<NodeOutput>,
+    liveness: Liveness,
+}
+
+impl World {
+    /// A world for `sc` and `seed`, with the given trace mode.
+    pub fn new(sc: Arc<Scenario>, seed: u64, trace: TraceMode) -> Self {
+        let n = sc.cluster.nodes as usize;
+        let extractor = Arc::new(TabledExtractor::new(
+            HashExtractor {
+                shards: sc.entities.shards,
+            },
+            sc.entities.count,
+        ));
+        let node_cfg = Arc::new(NodeConfig {
+            region: Arc::new(RegionConfig {
+                settings: sc.settings.clone(),
+                options: sc.options.clone(),
+                extractor: extractor.clone(),
+                factory: Arc::new(RecordingFactory),
+            }),
+            membership: sc.membership.clone(),
+            entities: sc.entities.count,
+        });
+        let slots = (0..n as u32)
+            .map(|i| Slot {
+                node: None,
+                inc: NodeInc(0),
+                hosting: !sc.cluster.proxy_nodes.contains(&i),
+                paused_until: 0,
+                deferred: VecDeque::new(),
+            })
+            .collect();
+        let end = Instant(0) + Duration::from_millis(sc.run.duration_ms);
+        let mut w = World {
+            seed,
+            now: Instant::ZERO,
+            end,
+            queue: EventQueue::new(),
+            deferred_total: 0,
+            paused_max: 0,
+            slots,
+            next_inc: 1,
+            next_incarnation: 1,
+            net: Net::new(n, sc.network.clone(), seed),
+            journal: Journal::new(sc.journal.clone(), seed),
+            workload: Workload::new(&sc, seed),
+            plan: Vec::new(),
+            node_cfg,
+            extractor,
+            checker: Checker::new(),
+            tracer: Tracer::new(trace),
+            stats: Stats::default(),
+            violation: None,
+            nout: Vec::new(),
+            liveness: Liveness::default(),
+            sc,
+        };
+        // Joins, in node order at equal times: the first to join is the oldest.
+        let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.sc.join_at_ms(i), i)).collect();
+        joins.sort();
+        for (t, i) in joins {
+            w.push(
+                Instant(0) + Duration::from_millis(t),
+                Ev::Join { node: NodeId(i) },
+            );
+        }
+        // The fault plan: the scenario's, then the swarm's draw for this seed.
+        let mut plan = w.sc.faults.clone();
+        if w.sc.swarm.enabled {
+            let (extra, profile) = swarm::draw(&w.sc, seed);
+            plan.extend(extra);
+            w.emit(TraceEvent::SwarmProfile { profile });
+        }
+        plan.sort_by_key(|f| f.at_ms);
+        for (i, f) in plan.iter().enumerate() {
+            w.push(
+                Instant(0) + Duration::from_millis(f.at_ms),
+                Ev::Fault { idx: i as u32 },
+            );
+        }
+        w.plan = plan;
+        if w.sc.liveness.enabled {
+            let t = w.sc.run.duration_ms - w.sc.liveness.quiet_ms;
+            w.push(Instant(0) + Duration::from_millis(t), Ev::LivenessPhase);
+        }
+        w
+    }
+
+    /// Run until the end of the schedule or the first violation.
+    pub fn run(mut self) -> (RunResult, Tracer) {
+        while let Some((t, ev)) = self.queue.pop() {
+            if t > self.end.0 {
+                break;
+            }
+            self.now = Instant(t);
+            self.stats.events += 1;
+            self.apply(ev);
+            if self.violation.is_some() {
+                break;
+            }
+        }
+        if self.violation.is_none() && self.sc.liveness.enabled {
+            self.now = self.end;
+            self.check_liveness();
+        }
+        if let Some(v) = &self.violation {
+            let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
+            let t = v.t;
+            self.tracer.record(
+                t,
+                TraceEvent::Violation {
+                    invariant: inv,
+                    detail,
+                },
+            );
+        }
+        let result = RunResult {
+            seed: self.seed,
+            violation: self.violation.take(),
+            stats: self.stats.clone(),
+            end: self.now,
+            trace_hash: self.tracer.hash(),
+        };
+        (result, self.tracer)
+    }
+
+    /// The journal written so far.
+    pub fn journal(&self) -> &[CoordinatorEvent] {
+        &self.journal.events
+    }
+
+    /// The shard of an entity under this run's extractor.
+    pub fn shard_of(&self, e: crate::ids::EntityId) -> ShardId {
+        self.extractor.shard_id(e)
+    }
+
+    fn push(&mut self, t: Instant, ev: Ev) {
+        self.queue.push(t.0, ev);
+    }
+
+    /// Feed an event to the checker and the tracer.
+    fn emit(&mut self, ev: TraceEvent) {
+        if self.violation.is_none() {
+            if let Some(v) = self.checker.on_event(self.now, &ev) {
+                self.violation = Some(v);
+            }
+        }
+        self.tracer.record(self.now, ev);
+    }
+
+    fn violate(&mut self, invariant: Outcome, detail: String) {
+        if self.violation.is_none() {
+            self.violation = Some(Violation {
+                invariant,
+                t: self.now,
+                detail,
+            });
+        }
+    }
+
+    fn node(&self, node: NodeId) -> Option<&Node> {
+        self.slots[node.0 as usize].node.as_ref()
+    }
+
+    fn is_up(&self, node: NodeId) -> bool {
+        self.slots[node.0 as usize].node.is_some()
+    }
+
+    /// The running incarnation `inc` of `node`, if it is the current one.
+    fn running(&self, node: NodeId, inc: NodeInc) -> bool {
+        let s = &self.slots[node.0 as usize];
+        s.node.is_some() && s.inc == inc
+    }
+
+    /// The node an event is processed on, for pauses.
+    fn target(&self, ev: &Ev) -> Option<NodeId> {
+        match ev {
+            Ev::Deliver { to, .. } => Some(to.node),
+            Ev::Cluster { to, .. } => Some(to.node),
+            Ev::Timer { node, .. } | Ev::Persisted { node, .. } | Ev::Resume { node } => {
+                Some(*node)
+            }
+            Ev::Send { sender } => Some(self.workload.node_of(*sender)),
+            Ev::JournalWrite { .. } | Ev::Join { .. } | Ev::Fault { .. } | Ev::LivenessPhase => {
+                None
+            }
+        }
+    }
+
+    fn apply(&mut self, ev: Ev) {
+        if self.deferred_total == 0 && self.paused_max <= self.now.0 {
+            // No process is paused and none holds deferred events: the common case, decided
+            // without looking at the event.
+            self.apply_now(ev);
+            return;
+        }
+        if let Some(node) = self.target(&ev) {
+            let s = &mut self.slots[node.0 as usize];
+            if s.paused_until > self.now.0 {
+                // A paused process handles nothing; its events wait, in arrival order.
+                s.deferred.push_back(ev);
+                self.deferred_total += 1;
+                return;
+            }
+            if !s.deferred.is_empty() {
+                // Resumed: everything that arrived during the pause goes first (FIFO per link).
+                let deferred = std::mem::take(&mut s.deferred);
+                self.deferred_total -= deferred.len();
+                for e in deferred {
+                    self.apply_now(e);
+                }
+            }
+        }
+        self.apply_now(ev);
+    }
+
+    fn apply_now(&mut self, ev: Ev) {
+        match ev {
+            Ev::Deliver {
+                from,
+                to,
+                msg,
+                epoch,
+            } => {
+                if !self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch) {
+                    if let Msg::User(env) = msg {
+                        self.drop_msg(from.node, env, DropReason::Network);
+                    }
+                    return;
+                }
+                self.on_deliver(from, to, msg)
+            }
+            Ev::Cluster {
+                from,
+                to,
+                msg,
+                epoch,
+            } => {
+                if self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch)
+                    && self.running(to.node, to.inc)
+                {
+                    self.with_node(to.node, NodeInput::Cluster { from, msg: *msg });
+                }
+            }
+            Ev::Timer {
+                node,
+                inc,
+                timer,
+                gen,
+            } => {
+                if !self.running(node, inc) {
+                    return;
+                }
+                if timer == NodeTimer::JoinCheck {
+                    self.on_join_check(node);
+                } else {
+                    self.with_node(node, NodeInput::Timer { timer, gen });
+                }
+            }
+            Ev::JournalWrite {
+                node,
+                inc,
+                gen,
+                event,
+                epoch,
+            } => self.on_journal_write(node, inc, gen, event, epoch),
+            Ev::Persisted {
+                node,
+                inc,
+                gen,
+                epoch,
+            } => {
+                if self.net.ok(self.net.journal(), node.0 as usize, epoch)
+                    && self.running(node, inc)
+                {
+                    self.with_node(node, NodeInput::Persisted { gen });
+                }
+            }
+            Ev::Join { node } => self.on_join(node),
+            Ev::Send { sender } => self.on_send(sender),
+            Ev::Fault { idx } => self.on_fault(idx as usize),
+            Ev::LivenessPhase => self.on_liveness_phase(),
+            Ev::Resume { .. } => {}
+        }
+    }
+
+    fn on_deliver(&mut self, from: Addr, to: Addr, msg: Msg) {
+        let present = self.running(to.node, to.inc)
+            && self.node(to.node).is_some_and(|n| n.has_role(to.role));
+        if !present {
+            if let Msg::User(env) = msg {
+                self.drop_msg(to.node, env, DropReason::DeadLetter);
+            }
+            if self.tracer.on() {
+                self.emit(TraceEvent::DeadLetter {
+                    from: from.node,
+                    to: to.node,
+                    msg,
+                });
+            }
+            return;
+        }
+        self.stats.messages += 1;
+        if self.tracer.on() {
+            self.emit(TraceEvent::Msg {
+                from: from.node,
+                to: to.node,
+                to_coordinator: to.role == Role::Coordinator,
+                msg,
+            });
+        }
+        if to.role == Role::Region {
+            // `NodeInput::Deliver`, without building the input.
+            self.in_node(to.node, |n, now, ctx, out| {
+                n.deliver(now, from, msg, ctx, out)
+            });
+        } else {
+            self.with_node(
+                to.node,
+                NodeInput::Deliver {
+                    from,
+                    role: to.role,
+                    msg,
+                },
+            );
+        }
+    }
+
+    fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
+        self.stats.drops += 1;
+        self.liveness.settled(env.sender, env.entity, env.seq);
+        self.emit(TraceEvent::Drop {
+            sender: env.sender,
+            entity: env.entity,
+            seq: env.seq,
+            reason,
+            node,
+        });
+    }
+
+    fn addr_of(&self, node: NodeId) -> NodeAddr {
+        NodeAddr {
+            node,
+            inc: self.slots[node.0 as usize].inc,
+        }
+    }
+
+    /// A node (re)starts as a new incarnation and joins through the live nodes.
+    fn on_join(&mut self, node: NodeId) {
+        if self.is_up(node) {
+            return;
+        }
+        let inc = NodeInc(self.next_inc);
+        self.next_inc += 1;
+        let seeds: Vec<NodeAddr> = (0..self.slots.len() as u32)
+            .map(NodeId)
+            .filter(|i| *i != node && self.is_up(*i))
+            .map(|i| self.addr_of(i))
+            .collect();
+        let me = NodeAddr { node, inc };
+        let s = &mut self.slots[node.0 as usize];
+        s.inc = inc;
+        s.paused_until = 0;
+        s.node = Some(Node::new(me, s.hosting, self.node_cfg.clone()));
+        self.emit(TraceEvent::NodeUp {
+            node,
+            incarnation: inc.0,
+        });
+        self.with_node(node, NodeInput::Start { seeds });
+        for (at, sender) in self.workload.start_node(node, self.now) {
+            self.push(at, Ev::Send { sender });
+        }
+    }
+
+    /// The seed-node timeout of `node`: answer the `InitJoin` it would send with the live nodes
+    /// that are Up members (see [`NodeInput::JoinCheck`]).
+    fn on_join_check(&mut self, node: NodeId) {
+        let members: Vec<NodeAddr> = (0..self.slots.len() as u32)
+            .map(NodeId)
+            .filter(|i| *i != node)
+            .filter(|i| {
+                self.node(*i)
+                    .is_some_and(|n| n.status_of_self() == Some(MemberStatus::Up))
+            })
+            .map(|i| self.addr_of(i))
+            .collect();
+        let first_live = (0..self.slots.len() as u32)
+            .map(NodeId)
+            .find(|i| self.is_up(*i))
+            .map(|i| self.addr_of(i));
+        self.with_node(
+            node,
+            NodeInput::JoinCheck {
+                members,
+                first_live,
+            },
+        );
+    }
+
+    /// A node stops at once (crash).
+    fn node_down(&mut self, node: NodeId, reason: &str) {
+        self.with_node(
+            node,
+            NodeInput::Stop {
+                reason: reason.to_string(),
+            },
+        );
+    }
+
+    fn on_send(&mut self, sender: u32) {
+        if let Some(next) = self.workload.next_send(self.now) {
+            self.push(next, Ev::Send { sender });
+        }
+        let node = self.workload.node_of(sender);
+        if !self.node(node).is_some_and(|n| n.has_role(Role::Region)) {
+            return;
+        }
+        let env = self.workload.message(sender);
+        self.stats.sends += 1;
+        if let Some((lo, hi)) = self.liveness.window {
+            if self.now.0 >= lo && self.now.0 <= hi {
+                self.liveness
+                    .pending
+                    .insert((env.sender, env.entity, env.seq), self.now.0);
+                let shard = self.extractor.shard_id(env.entity);
+                self.liveness.window_shards.insert(shard);
+            }
+        }
+        // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
+        if self.violation.is_none() {
+            self.checker.on_send(env.sender, env.entity, env.seq);
+        }
+        if self.tracer.on() {
+            self.tracer.record(
+                self.now,
+                TraceEvent::Send {
+                    sender: env.sender,
+                    entity: env.entity,
+                    seq: env.seq,
+                    node,
+                },
+            );
+        }
+        // `NodeInput::Request(env)`, without building the input.
+        self.in_node(node, |n, now, ctx, out| n.request(now, env, ctx, out));
+    }
+
+    /// Run one input through `node` (if it is up), then apply its outputs.
+    fn with_node(&mut self, node: NodeId, input: NodeInput) {
+        self.in_node(node, |n, now, ctx, out| n.handle(now, input, ctx, out));
+    }
+
+    /// Run `f` on `node` (if it is up) through any of its entry points, then apply its outputs.
+    #[inline]
+    fn in_node(
+        &mut self,
+        node: NodeId,
+        f: impl FnOnce(&mut Node, Instant, &mut NodeCtx<'_>, &mut Vec<NodeOutput>),
+    ) {
+        let idx = node.0 as usize;
+        let Some(n) = self.slots[idx].node.as_mut() else {
+            return;
+        };
+        let j = self.net.journal();
+        let reachable =
+            self.journal.available && !self.net.is_cut(idx, j) && !self.net.is_cut(j, idx);
+        let mut ctx = NodeCtx {
+            journal: reachable.then_some(&self.journal.events[..]),
+            next_incarnation: &mut self.next_incarnation,
+        };
+        let mut out = std::mem::take(&mut self.nout);
+        f(n, self.now, &mut ctx, &mut out);
+        self.apply_outputs(node, &mut out);
+        self.nout = out;
+    }
+
+    fn apply_outputs(&mut self, node: NodeId, out: &mut Vec<NodeOutput>) {
+        let inc = self.slots[node.0 as usize].inc;
+        for o in out.drain(..) {
+            match o {
+                NodeOutput::Send { from, to, msg } => self.send(
+                    Addr {
+                        node,
+                        inc,
+                        role: from,
+                    },
+                    to,
+                    msg,
+                ),
+                NodeOutput::SendCluster { to, msg } => {
+                    if to.node.0 as usize >= self.slots.len() {
+                        continue;
+                    }
+                    if let Some((at, epoch)) =
+                        self.net
+                            .schedule(self.now, node.0 as usize, to.node.0 as usize, 0)
+                    {
+                        self.push(
+                            at,
+                            Ev::Cluster {
+                                from: NodeAddr { node, inc },
+                                to,
+                                msg: Box::new(msg),
+                                epoch,
+                            },
+                        );
+                    }
+                }
+                NodeOutput::CoordinatorTerminated => {
+                    let from = Addr {
+                        node,
+                        inc,
+                        role: Role::Coordinator,
+                    };
+                    for i in 0..self.slots.len() {
+                        if self.slots[i].node.is_some() {
+                            let to = Addr {
+                                node: NodeId(i as u32),
+                                inc: self.slots[i].inc,
+                                role: Role::Region,
+                            };
+                            self.send(from, to, Msg::CoordinatorTerminated);
+                        }
+                    }
+                }
+                NodeOutput::SetTimer { timer, after, gen } => self.push(
+                    self.now + after,
+                    Ev::Timer {
+                        node,
+                        inc,
+                        timer,
+                        gen,
+                    },
+                ),
+                NodeOutput::Persist { gen, event } => {
+                    let extra = self.journal.write_latency_us();
+                    let j = self.net.journal();
+                    if let Some((at, epoch)) =
+                        self.net.schedule(self.now, node.0 as usize, j, extra)
+                    {
+                        self.push(
+                            at,
+                            Ev::JournalWrite {
+                                node,
+                                inc,
+                                gen,
+                                event,
+                                epoch,
+                            },
+                        );
+                    }
+                }
+                NodeOutput::Observe { obs, incarnation } => self.observe(node, obs, incarnation),
+                NodeOutput::TimerFired(timer) => {
+                    if self.tracer.on() {
+                        self.emit(TraceEvent::Timer { node, timer });
+                    }
+                }
+                NodeOutput::View(members) => {
+                    if self.tracer.on() {
+                        let view: Vec<String> = members
+                            .iter()
+                            .map(|m| {
+                                format!("{}#{}:{:?}:{}", m.node.0, m.inc.0, m.status, m.up_number)
+                            })
+                            .collect();
+                        self.emit(TraceEvent::Cluster {
+                            node,
+                            event: format!("view [{}]", view.join(" ")),
+                        });
+                    }
+                }
+                NodeOutput::Cluster(ev) => {
+                    if self.tracer.on() {
+                        self.emit(TraceEvent::Cluster {
+                            node,
+                            event: format!("{ev:?}"),
+                        });
+                    }
+                }
+                NodeOutput::JoinAgain(seeds) => {
+                    if self.tracer.on() {
+                        self.emit(TraceEvent::Cluster {
+                            node,
+                            event: format!("join again via {seeds:?}"),
+                        });
+                    }
+                }
+                NodeOutput::CoordinatorStarted { replayed } => {
+                    self.stats.coordinator_starts += 1;
+                    self.emit(TraceEvent::CoordinatorStarted { node, replayed });
+                }
+                NodeOutput::CoordinatorStopped { reason } => {
+                    self.emit(TraceEvent::CoordinatorStopped {
+                        node,
+                        reason: reason.to_string(),
+                    });
+                }
+                NodeOutput::RecoveryFailed { reason } => {
+                    self.emit(TraceEvent::RecoveryFailed { node, reason })
+                }
+                NodeOutput::Shutdown { reason } => {
+                    let s = &mut self.slots[node.0 as usize];
+                    s.node = None;
+                    s.paused_until = 0;
+                    self.emit(TraceEvent::NodeDown {
+                        node,
+                        incarnation: inc.0,
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, from: Addr, to: Addr, msg: Msg) {
+        if to.node.0 as usize >= self.slots.len() {
+            return;
+        }
+        match self
+            .net
+            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0)
+        {
+            Some((at, epoch)) => self.push(
+                at,
+                Ev::Deliver {
+                    from,
+                    to,
+                    msg,
+                    epoch,
+                },
+            ),
+            None => {
+                if let Msg::User(env) = msg {
+                    self.drop_msg(from.node, env, DropReason::Network);
+                }
+            }
+        }
+    }
+
+    /// The journal receives a write: append, check the single writer, acknowledge.
+    fn on_journal_write(
+        &mut self,
+        node: NodeId,
+        inc: NodeInc,
+        gen: u32,
+        event: CoordinatorEvent,
+        epoch: u32,
+    ) {
+        let j = self.net.journal();
+        if !self.net.ok(node.0 as usize, j, epoch)
+            || !self.journal.available
+            || self.journal.failing
+        {
+            return; // lost, or failed without an answer: the coordinator's call-timeout fires
+        }
+        let writer = (node, inc, gen);
+        if let Some(last) = self.journal.last_writer {
+            let (ln, linc, lgen) = last;
+            let still_running = self.running(ln, linc)
+                && self
+                    .node(ln)
+                    .is_some_and(|n| n.coordinator_gen() == lgen && n.coordinator().is_some());
+            if last != writer && still_running && self.sc.journal.check_single_writer {
+                self.violate(
+                    Outcome::JournalSingleWriter,
+                    format!(
+                        "coordinator on node {} (incarnation {}) wrote {:?} while the coordinator on node {} (incarnation {}) is still running",
+                        node.0, inc.0, event, ln.0, linc.0
+                    ),
+                );
+            }
+        }
+        self.journal.last_writer = Some(writer);
+        self.journal.events.push(event);
+        if self.tracer.on() {
+            self.emit(TraceEvent::Persisted { node, event });
+        }
+        if let Some((at, epoch)) = self.net.schedule(self.now, j, node.0 as usize, 0) {
+            self.push(
+                at,
+                Ev::Persisted {
+                    node,
+                    inc,
+                    gen,
+                    epoch,
+                },
+            );
+        }
+    }
+
+    fn observe(&mut self, node: NodeId, obs: Observation, incarnation: u64) {
+        match obs {
+            Observation::EntityStarted { entity, shard } => {
+                self.stats.entity_starts += 1;
+                self.emit(TraceEvent::EntityStarted {
+                    entity,
+                    shard,
+                    node,
+                    incarnation,
+                });
+            }
+            Observation::EntityStopped { entity, reason } => {
+                self.emit(TraceEvent::EntityStopped {
+                    entity,
+                    node,
+                    incarnation,
+                    reason,
+                });
+            }
+            Observation::Delivered(env) => {
+                self.stats.deliveries += 1;
+                self.liveness.settled(env.sender, env.entity, env.seq);
+                // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
+                if self.violation.is_none() {
+                    self.violation = self.checker.on_deliver(
+                        self.now,
+                        env.sender,
+                        env.entity,
+                        env.seq,
+                        node,
+                        incarnation,
+                    );
+                }
+                if self.tracer.on() {
+                    self.tracer.record(
+                        self.now,
+                        TraceEvent::Deliver {
+                            sender: env.sender,
+                            entity: env.entity,
+                            seq: env.seq,
+                            node,
+                            incarnation,
+                        },
+                    );
+                }
+            }
+            Observation::Dropped { env, reason } => self.drop_msg(node, env, reason),
+            Observation::ShardHosted(shard) => self.emit(TraceEvent::ShardHosted { shard, node }),
+            Observation::ShardUnhosted(shard) => {
+                self.emit(TraceEvent::ShardUnhosted { shard, node })
+            }
+            Observation::RebalanceStarted { shard, from } => {
+                self.stats.rebalances += 1;
+                self.liveness.handoff_started.insert(shard, self.now.0);
+                if self.tracer.on() {
+                    self.emit(TraceEvent::RebalanceStarted {
+                        shard,
+                        from: from.node,
+                    });
+                }
+            }
+            Observation::RebalanceDone { shard, ok } => {
+                self.liveness.handoff_started.remove(&shard);
+                if ok {
+                    self.stats.rebalances_done += 1;
+                }
+                if self.tracer.on() {
+                    self.emit(TraceEvent::RebalanceDone { shard, ok });
+                }
+            }
+            Observation::AllocationDecided { shard, region } => {
+                // §12 B10 oracle, at decision time: never choose a region this coordinator's
+                // node knows is downed or removed.
+                let known = self.node(node).and_then(|n| {
+                    n.view()
+                        .iter()
+                        .find(|m| m.node == region.node && m.inc == region.inc)
+                        .map(|m| m.status)
+                });
+                if !matches!(known, Some(s) if s != MemberStatus::Down && s != MemberStatus::Removed)
+                {
+                    self.violate(
+                        Outcome::AllocationToDowned,
+                        format!(
+                            "coordinator on node {} allocated shard {shard} to node {} (incarnation {}), which its view shows as {}",
+                            node.0,
+                            region.node.0,
+                            region.inc.0,
+                            known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
+                        ),
+                    );
+                }
+            }
+            Observation::ShardAllocated { shard, region } => {
+                if self.tracer.on() {
+                    self.emit(TraceEvent::ShardAllocated {
+                        shard,
+                        node: region.node,
+                    });
+                }
+            }
+            Observation::CoordinatorRecovered { .. } => {}
+            Observation::RegionRestarted => self.emit(TraceEvent::RegionRestarted { node }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+    use crate::trace::TraceMode;
+    use std::sync::Arc;
+
+    #[test]
+    fn no_send_after_stop_ms_not_even_the_first() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/two-nodes.toml");
+        let mut sc = Scenario::load(&path).unwrap();
+        sc.workload.stop_ms = 0;
+        let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
+        assert_eq!(r.stats.sends, 0);
+        // Every sender's first send is at least one interval minimum after its start.
+        sc.workload.stop_ms = sc.workload.interval_ms[1];
+        let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
+        assert!(r.stats.sends >= 1, "{:?}", r.stats);
+    }
+
+    #[test]
+    fn bare_loop_events_are_as_large_as_world_events() {
+        assert_eq!(
+            std::mem::size_of::<super::Ev>(),
+            std::mem::size_of::<crate::bare::BareEvent>()
+        );
+    }
+}
