@@ -6,14 +6,14 @@
 //! the coordinator (every region learns `CoordinatorTerminated`), Akka's seed-node join process
 //! (`seed-node-timeout`), and the numbering of entity incarnations.
 //!
-//! Every host drives it the same way: `handle(now, input, &mut ctx, &mut out)` with exactly one
-//! [`NodeInput`], then applies the [`NodeOutput`]s in order (messages onto its network, timers
+//! Every host drives it the same way: `handle(now, input, &mut host)` with exactly one
+//! [`NodeInput`]; the [`NodeOutput`]s go to the host in order, which applies them (messages onto its network, timers
 //! onto its clock, journal writes onto its journal, observations into its checker and trace).
 //! The node owns its timer table: a timer is set with a generation and a fired timer whose
 //! generation is no longer current is ignored here, so a host only has to deliver what it was
 //! asked to. Nothing here reads a clock, a socket or a global, and nothing panics.
 
-use crate::ids::{EntityId, NodeId, NodeInc, RegionRef};
+use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, ShardId};
 use crate::membership::MembershipEvent;
 use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipConfig, NodeAddr};
 use crate::protocol::allocation::LeastShardAllocationStrategy;
@@ -161,6 +161,16 @@ pub enum NodeOutput {
         /// The entity incarnation.
         incarnation: u64,
     },
+    /// The coordinator decided where a shard goes (before persisting the allocation), with the
+    /// chosen region's status in this node's view at that moment (`None`: not in it).
+    AllocationDecided {
+        /// The shard.
+        shard: ShardId,
+        /// The chosen region.
+        region: RegionRef,
+        /// Its status in this node's view.
+        known: Option<MemberStatus>,
+    },
     /// A role timer fired and is being handled.
     TimerFired(Timer),
     /// This node's member view changed.
@@ -192,13 +202,60 @@ pub enum NodeOutput {
     },
 }
 
-/// What the host lends a node for one `handle` call.
-pub struct NodeCtx<'a> {
+/// The host a node runs on, seen from the node: where its outputs go, and the two things it
+/// asks of the world (the journal recovery reads, and run-unique entity incarnation numbers).
+///
+/// [`Collect`] keeps the outputs as plain data (tests, a second host); the simulated world
+/// implements it directly, so that a message a role sends is dispatched once, not collected and
+/// dispatched again (`send` and `observe` are the hot path's fast doors).
+pub trait NodeHost {
+    /// Apply (or keep) one output.
+    fn output(&mut self, o: NodeOutput);
+    /// [`NodeOutput::Send`].
+    #[inline]
+    fn send(&mut self, from: Role, to: Addr, msg: Msg) {
+        self.output(NodeOutput::Send { from, to, msg });
+    }
+    /// [`NodeOutput::Observe`].
+    #[inline]
+    fn observe(&mut self, obs: Observation, incarnation: u64) {
+        self.output(NodeOutput::Observe { obs, incarnation });
+    }
+    /// [`NodeOutput::Observe`] of a delivery to entity incarnation `incarnation` (the most
+    /// frequent fact).
+    #[inline]
+    fn delivered(&mut self, env: Envelope, incarnation: u64) {
+        self.observe(Observation::Delivered(env), incarnation);
+    }
     /// The coordinator journal as recovery would read it now; `None` when it is unreachable
     /// from this node.
+    fn journal(&self) -> Option<&[CoordinatorEvent]>;
+    /// The next run-unique entity incarnation number.
+    fn next_incarnation(&mut self) -> u64;
+}
+
+/// A [`NodeHost`] that keeps the outputs as plain data.
+pub struct Collect<'a> {
+    /// The outputs, in order.
+    pub out: Vec<NodeOutput>,
+    /// What recovery reads (`None`: unreachable).
     pub journal: Option<&'a [CoordinatorEvent]>,
-    /// The run-wide counter of entity incarnations (incarnation numbers are unique in a run).
+    /// The run-wide incarnation counter.
     pub next_incarnation: &'a mut u64,
+}
+
+impl NodeHost for Collect<'_> {
+    fn output(&mut self, o: NodeOutput) {
+        self.out.push(o);
+    }
+    fn journal(&self) -> Option<&[CoordinatorEvent]> {
+        self.journal
+    }
+    fn next_incarnation(&mut self) -> u64 {
+        let i = *self.next_incarnation;
+        *self.next_incarnation += 1;
+        i
+    }
 }
 
 /// One node incarnation.
@@ -294,13 +351,7 @@ impl Node {
     }
 
     /// Apply one input.
-    pub fn handle(
-        &mut self,
-        now: Instant,
-        input: NodeInput,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    pub fn handle(&mut self, now: Instant, input: NodeInput, out: &mut impl NodeHost) {
         if self.stopped {
             return;
         }
@@ -310,123 +361,87 @@ impl Node {
                 if let Some(r) = self.region.as_mut() {
                     r.start(now, &mut o);
                 }
-                self.apply(now, Role::Region, &mut o, ctx, out);
+                self.apply(now, Role::Region, &mut o, out);
                 self.out = o;
-                self.membership_input(now, MInput::Start { seeds }, ctx, out);
+                self.membership_input(now, MInput::Start { seeds }, out);
                 self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
             }
             NodeInput::Deliver { from, role, msg } => match role {
-                Role::Region => self.deliver(now, from, msg, ctx, out),
-                Role::Coordinator => {
-                    self.coordinator_input(now, Input::Deliver { from, msg }, ctx, out)
-                }
+                Role::Region => self.deliver(now, from, msg, out),
+                Role::Coordinator => self.coordinator_input(now, Input::Deliver { from, msg }, out),
             },
-            NodeInput::Request(env) => self.request(now, env, ctx, out),
+            NodeInput::Request(env) => self.request(now, env, out),
             NodeInput::Cluster { from, msg } => {
-                self.membership_input(now, MInput::Deliver { from, msg }, ctx, out)
+                self.membership_input(now, MInput::Deliver { from, msg }, out)
             }
-            NodeInput::Timer { timer, gen } => self.on_timer(now, timer, gen, ctx, out),
+            NodeInput::Timer { timer, gen } => self.on_timer(now, timer, gen, out),
             NodeInput::JoinCheck {
                 members,
                 first_live,
-            } => self.on_join_check(now, members, first_live, ctx, out),
+            } => self.on_join_check(now, members, first_live, out),
             NodeInput::Persisted { gen } => {
                 if self.coordinator.is_some() && self.coord_gen == gen {
-                    self.coordinator_input(now, Input::Persisted, ctx, out);
+                    self.coordinator_input(now, Input::Persisted, out);
                 }
             }
-            NodeInput::Down(target) => {
-                self.membership_input(now, MInput::DownCommand(target), ctx, out)
-            }
-            NodeInput::Leave => self.membership_input(now, MInput::Leave, ctx, out),
+            NodeInput::Down(target) => self.membership_input(now, MInput::DownCommand(target), out),
+            NodeInput::Leave => self.membership_input(now, MInput::Leave, out),
             NodeInput::Stop { reason } => self.shutdown(reason, out),
         }
     }
 
     /// [`NodeInput::Request`] as a direct call (the host's hot path).
     #[inline]
-    pub fn request(
-        &mut self,
-        now: Instant,
-        env: Envelope,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    pub fn request(&mut self, now: Instant, env: Envelope, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
             r.request(env, &mut o);
         }
-        self.apply(now, Role::Region, &mut o, ctx, out);
+        self.apply(now, Role::Region, &mut o, out);
         self.out = o;
     }
 
     /// [`NodeInput::Deliver`] to the region as a direct call (the host's hot path).
     #[inline]
-    pub fn deliver(
-        &mut self,
-        now: Instant,
-        from: Addr,
-        msg: Msg,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    pub fn deliver(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
             r.deliver(now, from, msg, &mut o);
         }
-        self.apply(now, Role::Region, &mut o, ctx, out);
+        self.apply(now, Role::Region, &mut o, out);
         self.out = o;
     }
 
-    fn region_input(
-        &mut self,
-        now: Instant,
-        input: Input,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    fn region_input(&mut self, now: Instant, input: Input, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
             r.handle(now, input, &mut o);
         }
-        self.apply(now, Role::Region, &mut o, ctx, out);
+        self.apply(now, Role::Region, &mut o, out);
         self.out = o;
     }
 
-    fn coordinator_input(
-        &mut self,
-        now: Instant,
-        input: Input,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    fn coordinator_input(&mut self, now: Instant, input: Input, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(c) = self.coordinator.as_mut() {
             c.handle(now, input, &mut o);
         }
-        self.apply(now, Role::Coordinator, &mut o, ctx, out);
+        self.apply(now, Role::Coordinator, &mut o, out);
         self.out = o;
     }
 
-    fn set_timer(&mut self, timer: NodeTimer, after: Duration, out: &mut Vec<NodeOutput>) {
+    fn set_timer(&mut self, timer: NodeTimer, after: Duration, out: &mut impl NodeHost) {
         self.timer_gen += 1;
         let gen = self.timer_gen;
         if !matches!(timer, NodeTimer::SingletonCheck | NodeTimer::JoinCheck) {
             self.timers.insert(timer, gen);
         }
-        out.push(NodeOutput::SetTimer { timer, after, gen });
+        out.output(NodeOutput::SetTimer { timer, after, gen });
     }
 
-    fn on_timer(
-        &mut self,
-        now: Instant,
-        timer: NodeTimer,
-        gen: u64,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    fn on_timer(&mut self, now: Instant, timer: NodeTimer, gen: u64, out: &mut impl NodeHost) {
         match timer {
-            NodeTimer::SingletonCheck => return self.singleton_check(now, ctx, out),
+            NodeTimer::SingletonCheck => return self.singleton_check(now, out),
             // Answered by the host with NodeInput::JoinCheck.
             NodeTimer::JoinCheck => return,
             NodeTimer::Role(_) | NodeTimer::Membership(_) => {}
@@ -437,44 +452,37 @@ impl Node {
         self.timers.remove(&timer);
         match timer {
             NodeTimer::Role(t) => {
-                out.push(NodeOutput::TimerFired(t));
+                out.output(NodeOutput::TimerFired(t));
                 match t.role() {
-                    Role::Region => self.region_input(now, Input::Timeout(t), ctx, out),
-                    Role::Coordinator => self.coordinator_input(now, Input::Timeout(t), ctx, out),
+                    Role::Region => self.region_input(now, Input::Timeout(t), out),
+                    Role::Coordinator => self.coordinator_input(now, Input::Timeout(t), out),
                 }
             }
-            NodeTimer::Membership(t) => self.membership_input(now, MInput::Timeout(t), ctx, out),
+            NodeTimer::Membership(t) => self.membership_input(now, MInput::Timeout(t), out),
             NodeTimer::SingletonCheck | NodeTimer::JoinCheck => {}
         }
     }
 
     /// Apply one role's outputs: the node-local ones here, the rest to the host.
-    fn apply(
-        &mut self,
-        now: Instant,
-        role: Role,
-        o: &mut Outbox,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    #[inline]
+    fn apply(&mut self, now: Instant, role: Role, o: &mut Outbox, out: &mut impl NodeHost) {
         for x in o.drain() {
             match x {
-                Output::Send { to, msg } => out.push(NodeOutput::Send {
-                    from: role,
-                    to,
-                    msg,
-                }),
+                Output::Send { to, msg } => out.send(role, to, msg),
                 Output::SetTimer { timer, after } => {
                     self.set_timer(NodeTimer::Role(timer), after, out)
                 }
                 Output::CancelTimer(timer) => {
                     self.timers.remove(&NodeTimer::Role(timer));
                 }
-                Output::Persist(event) => out.push(NodeOutput::Persist {
+                Output::Persist(event) => out.output(NodeOutput::Persist {
                     gen: self.coord_gen,
                     event,
                 }),
-                Output::Observe(obs) => self.observe(obs, ctx, out),
+                Output::Observe(Observation::Delivered(env)) => {
+                    out.delivered(env, self.incarnation_of(env.entity))
+                }
+                Output::Observe(obs) => self.observe(obs, out),
                 Output::Stop { reason } => match role {
                     Role::Coordinator => self.stop_coordinator(now, reason, out),
                     Role::Region => self.region = None,
@@ -484,11 +492,10 @@ impl Node {
     }
 
     /// Entity incarnation numbering, then the fact to the host.
-    fn observe(&mut self, obs: Observation, ctx: &mut NodeCtx<'_>, out: &mut Vec<NodeOutput>) {
+    fn observe(&mut self, obs: Observation, out: &mut impl NodeHost) {
         let incarnation = match &obs {
             Observation::EntityStarted { entity, .. } => {
-                let inc = *ctx.next_incarnation;
-                *ctx.next_incarnation += 1;
+                let inc = out.next_incarnation();
                 if let Some(slot) = self.entity_inc.get_mut(entity.0 as usize) {
                     *slot = inc;
                 }
@@ -500,9 +507,22 @@ impl Node {
                 .map(|slot| std::mem::replace(slot, 0))
                 .unwrap_or(0),
             Observation::Delivered(env) => self.incarnation_of(env.entity),
+            Observation::AllocationDecided { shard, region } => {
+                let known = self
+                    .view
+                    .iter()
+                    .find(|m| m.node == region.node && m.inc == region.inc)
+                    .map(|m| m.status);
+                out.output(NodeOutput::AllocationDecided {
+                    shard: *shard,
+                    region: *region,
+                    known,
+                });
+                return;
+            }
             _ => 0,
         };
-        out.push(NodeOutput::Observe { obs, incarnation });
+        out.observe(obs, incarnation);
     }
 
     /// The live incarnation of `entity` here (0: none).
@@ -510,13 +530,7 @@ impl Node {
         self.entity_inc.get(entity.0 as usize).copied().unwrap_or(0)
     }
 
-    fn membership_input(
-        &mut self,
-        now: Instant,
-        input: MInput,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    fn membership_input(&mut self, now: Instant, input: MInput, out: &mut impl NodeHost) {
         let mut mout = std::mem::take(&mut self.mout);
         self.membership.handle(now, input, &mut mout);
         for o in mout.drain(..) {
@@ -524,16 +538,16 @@ impl Node {
                 break; // the node shut down while applying its outputs
             }
             match o {
-                MOutput::Send { to, msg } => out.push(NodeOutput::SendCluster { to, msg }),
+                MOutput::Send { to, msg } => out.output(NodeOutput::SendCluster { to, msg }),
                 MOutput::SetTimer { timer, after } => {
                     self.set_timer(NodeTimer::Membership(timer), after, out)
                 }
                 MOutput::CancelTimer(timer) => {
                     self.timers.remove(&NodeTimer::Membership(timer));
                 }
-                MOutput::MembersChanged(members) => self.on_view(now, members, ctx, out),
+                MOutput::MembersChanged(members) => self.on_view(now, members, out),
                 MOutput::Shutdown { reason } => self.shutdown(reason, out),
-                MOutput::Observe(ev) => out.push(NodeOutput::Cluster(ev)),
+                MOutput::Observe(ev) => out.output(NodeOutput::Cluster(ev)),
             }
         }
         self.mout = mout;
@@ -547,8 +561,7 @@ impl Node {
         now: Instant,
         members: Vec<NodeAddr>,
         first_live: Option<NodeAddr>,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
+        out: &mut impl NodeHost,
     ) {
         if self.membership.status_of_self().is_some() {
             return; // welcomed
@@ -563,33 +576,27 @@ impl Node {
         self.timers
             .retain(|t, _| !matches!(t, NodeTimer::Membership(_)));
         self.membership = Membership::new(self.me, self.hosting, self.cfg.membership.clone());
-        out.push(NodeOutput::JoinAgain(seeds.clone()));
-        self.membership_input(now, MInput::Start { seeds }, ctx, out);
+        out.output(NodeOutput::JoinAgain(seeds.clone()));
+        self.membership_input(now, MInput::Start { seeds }, out);
         self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
     }
 
     /// This node's member view changed: tell its coordinator and region, then re-decide where
     /// the singleton runs.
-    fn on_view(
-        &mut self,
-        now: Instant,
-        members: Vec<Member>,
-        ctx: &mut NodeCtx<'_>,
-        out: &mut Vec<NodeOutput>,
-    ) {
+    fn on_view(&mut self, now: Instant, members: Vec<Member>, out: &mut impl NodeHost) {
         self.view = members.clone();
-        out.push(NodeOutput::View(members.clone()));
+        out.output(NodeOutput::View(members.clone()));
         if self.coordinator.is_some() {
-            self.coordinator_input(now, Input::MembersChanged(members.clone()), ctx, out);
+            self.coordinator_input(now, Input::MembersChanged(members.clone()), out);
         }
-        self.region_input(now, Input::MembersChanged(members), ctx, out);
-        self.singleton_check(now, ctx, out);
+        self.region_input(now, Input::MembersChanged(members), out);
+        self.singleton_check(now, out);
     }
 
     /// ClusterSingletonManager, from this node's own view: the coordinator runs here while this
     /// node is the oldest Up hosting member and no older hosting member is still in the view
     /// (an older Leaving/Exiting/Down member must be removed first: take-over, not hand-over).
-    fn singleton_check(&mut self, now: Instant, ctx: &mut NodeCtx<'_>, out: &mut Vec<NodeOutput>) {
+    fn singleton_check(&mut self, now: Instant, out: &mut impl NodeHost) {
         if !self.hosting {
             return;
         }
@@ -618,38 +625,41 @@ impl Node {
             return;
         }
         // Recovery reads the journal over the network.
-        let Some(journal) = ctx.journal else {
-            return self.recovery_failed(now, "journal unreachable".to_string(), out);
-        };
         let settings = &self.cfg.region.settings;
         let strategy = Box::new(LeastShardAllocationStrategy::new(
             settings.least_shard_allocation_strategy.clone(),
         ));
         let mut o = std::mem::take(&mut self.out);
-        match Coordinator::recover(
-            Addr {
-                node,
-                inc,
-                role: Role::Coordinator,
-            },
-            settings.clone(),
-            self.cfg.region.options.clone(),
-            strategy,
-            journal,
-            &mut o,
-        ) {
-            Ok(c) => {
+        let recovered = out.journal().map(|journal| {
+            let c = Coordinator::recover(
+                Addr {
+                    node,
+                    inc,
+                    role: Role::Coordinator,
+                },
+                settings.clone(),
+                self.cfg.region.options.clone(),
+                strategy,
+                journal,
+                &mut o,
+            );
+            (c, journal.len())
+        });
+        match recovered {
+            None => {
+                self.out = o;
+                self.recovery_failed(now, "journal unreachable".to_string(), out);
+            }
+            Some((Ok(c), replayed)) => {
                 self.coordinator = Some(c);
                 self.coord_gen += 1;
-                out.push(NodeOutput::CoordinatorStarted {
-                    replayed: journal.len(),
-                });
-                self.apply(now, Role::Coordinator, &mut o, ctx, out);
+                out.output(NodeOutput::CoordinatorStarted { replayed });
+                self.apply(now, Role::Coordinator, &mut o, out);
                 self.out = o;
                 let view = self.view.clone();
-                self.coordinator_input(now, Input::MembersChanged(view), ctx, out);
+                self.coordinator_input(now, Input::MembersChanged(view), out);
             }
-            Err(e) => {
+            Some((Err(e), _)) => {
                 o.0.clear();
                 self.out = o;
                 // Akka: recovery failure stops the coordinator; the back-off supervisor retries.
@@ -658,40 +668,40 @@ impl Node {
         }
     }
 
-    fn recovery_failed(&mut self, now: Instant, reason: String, out: &mut Vec<NodeOutput>) {
-        out.push(NodeOutput::RecoveryFailed { reason });
+    fn recovery_failed(&mut self, now: Instant, reason: String, out: &mut impl NodeHost) {
+        out.output(NodeOutput::RecoveryFailed { reason });
         self.back_off_singleton(now, out);
     }
 
     /// The singleton's back-off supervisor (`coordinator-failure-backoff`): no coordinator here
     /// before the back-off ends, then check again.
-    fn back_off_singleton(&mut self, now: Instant, out: &mut Vec<NodeOutput>) {
+    fn back_off_singleton(&mut self, now: Instant, out: &mut impl NodeHost) {
         let backoff = self.cfg.region.settings.coordinator_failure_backoff_ms * 1000;
         self.coord_backoff_until = now.0 + backoff;
         self.set_timer(NodeTimer::SingletonCheck, Duration(backoff), out);
     }
 
     /// Stop the coordinator here; every region learns through death watch.
-    fn stop_coordinator(&mut self, now: Instant, reason: &'static str, out: &mut Vec<NodeOutput>) {
+    fn stop_coordinator(&mut self, now: Instant, reason: &'static str, out: &mut impl NodeHost) {
         if self.coordinator.take().is_none() {
             return;
         }
         self.timers
             .retain(|t, _| !matches!(t, NodeTimer::Role(t) if t.role() == Role::Coordinator));
-        out.push(NodeOutput::CoordinatorStopped { reason });
-        out.push(NodeOutput::CoordinatorTerminated);
+        out.output(NodeOutput::CoordinatorStopped { reason });
+        out.output(NodeOutput::CoordinatorTerminated);
         self.back_off_singleton(now, out);
     }
 
     /// The node stops: crash, or shutdown after being downed, removed or leaving. Messages
     /// buffered in its region are lost.
-    fn shutdown(&mut self, reason: String, out: &mut Vec<NodeOutput>) {
+    fn shutdown(&mut self, reason: String, out: &mut impl NodeHost) {
         if self.stopped {
             return;
         }
         if let Some(r) = self.region.as_ref() {
             for env in r.buffered_messages() {
-                out.push(NodeOutput::Observe {
+                out.output(NodeOutput::Observe {
                     obs: Observation::Dropped {
                         env,
                         reason: DropReason::NodeDown,
@@ -706,7 +716,7 @@ impl Node {
         self.view.clear();
         self.timers.clear();
         self.entity_inc.iter_mut().for_each(|x| *x = 0);
-        out.push(NodeOutput::Shutdown { reason });
+        out.output(NodeOutput::Shutdown { reason });
     }
 
     /// Whether this incarnation has stopped.

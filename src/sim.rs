@@ -18,7 +18,7 @@ pub mod workload;
 use crate::check::{Checker, Violation};
 use crate::ids::{NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
-use crate::node::{Node, NodeConfig, NodeCtx, NodeInput, NodeOutput, NodeTimer};
+use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
@@ -129,7 +129,10 @@ enum Ev {
 /// One node id's place in the world: the running incarnation, if any, and the process state
 /// the fault injector controls.
 struct Slot {
-    node: Option<Node>,
+    /// Whether an incarnation is running.
+    up: bool,
+    /// The running incarnation; taken out while it handles an input.
+    node: Option<Box<Node>>,
     /// The current (or last) incarnation.
     inc: NodeInc,
     hosting: bool,
@@ -163,7 +166,8 @@ pub struct World {
     tracer: Tracer,
     stats: Stats,
     violation: Option<Violation>,
-    nout: Vec<NodeOutput>,
+    /// The node whose outputs are being applied.
+    cur: NodeAddr,
     liveness: Liveness,
 }
 
@@ -189,6 +193,7 @@ impl World {
         });
         let slots = (0..n as u32)
             .map(|i| Slot {
+                up: false,
                 node: None,
                 inc: NodeInc(0),
                 hosting: !sc.cluster.proxy_nodes.contains(&i),
@@ -217,7 +222,10 @@ impl World {
             tracer: Tracer::new(trace),
             stats: Stats::default(),
             violation: None,
-            nout: Vec::new(),
+            cur: NodeAddr {
+                node: NodeId(0),
+                inc: NodeInc(0),
+            },
             liveness: Liveness::default(),
             sc,
         };
@@ -324,18 +332,19 @@ impl World {
         }
     }
 
+    /// The running incarnation of `node` (not while it handles an input).
     fn node(&self, node: NodeId) -> Option<&Node> {
-        self.slots[node.0 as usize].node.as_ref()
+        self.slots[node.0 as usize].node.as_deref()
     }
 
     fn is_up(&self, node: NodeId) -> bool {
-        self.slots[node.0 as usize].node.is_some()
+        self.slots[node.0 as usize].up
     }
 
-    /// The running incarnation `inc` of `node`, if it is the current one.
+    /// Whether `inc` is the running incarnation of `node`.
     fn running(&self, node: NodeId, inc: NodeInc) -> bool {
         let s = &self.slots[node.0 as usize];
-        s.node.is_some() && s.inc == inc
+        s.up && s.inc == inc
     }
 
     /// The node an event is processed on, for pauses.
@@ -451,8 +460,8 @@ impl World {
     }
 
     fn on_deliver(&mut self, from: Addr, to: Addr, msg: Msg) {
-        let present = self.running(to.node, to.inc)
-            && self.node(to.node).is_some_and(|n| n.has_role(to.role));
+        let s = &self.slots[to.node.0 as usize];
+        let present = s.inc == to.inc && s.node.as_ref().is_some_and(|n| n.has_role(to.role));
         if !present {
             if let Msg::User(env) = msg {
                 self.drop_msg(to.node, env, DropReason::DeadLetter);
@@ -477,9 +486,7 @@ impl World {
         }
         if to.role == Role::Region {
             // `NodeInput::Deliver`, without building the input.
-            self.in_node(to.node, |n, now, ctx, out| {
-                n.deliver(now, from, msg, ctx, out)
-            });
+            self.in_node(to.node, |n, now, w| n.deliver(now, from, msg, w));
         } else {
             self.with_node(
                 to.node,
@@ -526,8 +533,9 @@ impl World {
         let me = NodeAddr { node, inc };
         let s = &mut self.slots[node.0 as usize];
         s.inc = inc;
+        s.up = true;
         s.paused_until = 0;
-        s.node = Some(Node::new(me, s.hosting, self.node_cfg.clone()));
+        s.node = Some(Box::new(Node::new(me, s.hosting, self.node_cfg.clone())));
         self.emit(TraceEvent::NodeUp {
             node,
             incarnation: inc.0,
@@ -608,178 +616,32 @@ impl World {
             );
         }
         // `NodeInput::Request(env)`, without building the input.
-        self.in_node(node, |n, now, ctx, out| n.request(now, env, ctx, out));
+        self.in_node(node, |n, now, w| n.request(now, env, w));
     }
 
     /// Run one input through `node` (if it is up), then apply its outputs.
     fn with_node(&mut self, node: NodeId, input: NodeInput) {
-        self.in_node(node, |n, now, ctx, out| n.handle(now, input, ctx, out));
+        self.in_node(node, |n, now, w| n.handle(now, input, w));
     }
 
-    /// Run `f` on `node` (if it is up) through any of its entry points, then apply its outputs.
+    /// Run `f` on `node` (if it is up) through any of its entry points; its outputs are applied
+    /// as it emits them (the world is its [`NodeHost`]).
     #[inline]
-    fn in_node(
-        &mut self,
-        node: NodeId,
-        f: impl FnOnce(&mut Node, Instant, &mut NodeCtx<'_>, &mut Vec<NodeOutput>),
-    ) {
+    fn in_node(&mut self, node: NodeId, f: impl FnOnce(&mut Node, Instant, &mut World)) {
         let idx = node.0 as usize;
-        let Some(n) = self.slots[idx].node.as_mut() else {
+        let Some(mut n) = self.slots[idx].node.take() else {
             return;
         };
-        let j = self.net.journal();
-        let reachable =
-            self.journal.available && !self.net.is_cut(idx, j) && !self.net.is_cut(j, idx);
-        let mut ctx = NodeCtx {
-            journal: reachable.then_some(&self.journal.events[..]),
-            next_incarnation: &mut self.next_incarnation,
-        };
-        let mut out = std::mem::take(&mut self.nout);
-        f(n, self.now, &mut ctx, &mut out);
-        self.apply_outputs(node, &mut out);
-        self.nout = out;
-    }
-
-    fn apply_outputs(&mut self, node: NodeId, out: &mut Vec<NodeOutput>) {
-        let inc = self.slots[node.0 as usize].inc;
-        for o in out.drain(..) {
-            match o {
-                NodeOutput::Send { from, to, msg } => self.send(
-                    Addr {
-                        node,
-                        inc,
-                        role: from,
-                    },
-                    to,
-                    msg,
-                ),
-                NodeOutput::SendCluster { to, msg } => {
-                    if to.node.0 as usize >= self.slots.len() {
-                        continue;
-                    }
-                    if let Some((at, epoch)) =
-                        self.net
-                            .schedule(self.now, node.0 as usize, to.node.0 as usize, 0)
-                    {
-                        self.push(
-                            at,
-                            Ev::Cluster {
-                                from: NodeAddr { node, inc },
-                                to,
-                                msg: Box::new(msg),
-                                epoch,
-                            },
-                        );
-                    }
-                }
-                NodeOutput::CoordinatorTerminated => {
-                    let from = Addr {
-                        node,
-                        inc,
-                        role: Role::Coordinator,
-                    };
-                    for i in 0..self.slots.len() {
-                        if self.slots[i].node.is_some() {
-                            let to = Addr {
-                                node: NodeId(i as u32),
-                                inc: self.slots[i].inc,
-                                role: Role::Region,
-                            };
-                            self.send(from, to, Msg::CoordinatorTerminated);
-                        }
-                    }
-                }
-                NodeOutput::SetTimer { timer, after, gen } => self.push(
-                    self.now + after,
-                    Ev::Timer {
-                        node,
-                        inc,
-                        timer,
-                        gen,
-                    },
-                ),
-                NodeOutput::Persist { gen, event } => {
-                    let extra = self.journal.write_latency_us();
-                    let j = self.net.journal();
-                    if let Some((at, epoch)) =
-                        self.net.schedule(self.now, node.0 as usize, j, extra)
-                    {
-                        self.push(
-                            at,
-                            Ev::JournalWrite {
-                                node,
-                                inc,
-                                gen,
-                                event,
-                                epoch,
-                            },
-                        );
-                    }
-                }
-                NodeOutput::Observe { obs, incarnation } => self.observe(node, obs, incarnation),
-                NodeOutput::TimerFired(timer) => {
-                    if self.tracer.on() {
-                        self.emit(TraceEvent::Timer { node, timer });
-                    }
-                }
-                NodeOutput::View(members) => {
-                    if self.tracer.on() {
-                        let view: Vec<String> = members
-                            .iter()
-                            .map(|m| {
-                                format!("{}#{}:{:?}:{}", m.node.0, m.inc.0, m.status, m.up_number)
-                            })
-                            .collect();
-                        self.emit(TraceEvent::Cluster {
-                            node,
-                            event: format!("view [{}]", view.join(" ")),
-                        });
-                    }
-                }
-                NodeOutput::Cluster(ev) => {
-                    if self.tracer.on() {
-                        self.emit(TraceEvent::Cluster {
-                            node,
-                            event: format!("{ev:?}"),
-                        });
-                    }
-                }
-                NodeOutput::JoinAgain(seeds) => {
-                    if self.tracer.on() {
-                        self.emit(TraceEvent::Cluster {
-                            node,
-                            event: format!("join again via {seeds:?}"),
-                        });
-                    }
-                }
-                NodeOutput::CoordinatorStarted { replayed } => {
-                    self.stats.coordinator_starts += 1;
-                    self.emit(TraceEvent::CoordinatorStarted { node, replayed });
-                }
-                NodeOutput::CoordinatorStopped { reason } => {
-                    self.emit(TraceEvent::CoordinatorStopped {
-                        node,
-                        reason: reason.to_string(),
-                    });
-                }
-                NodeOutput::RecoveryFailed { reason } => {
-                    self.emit(TraceEvent::RecoveryFailed { node, reason })
-                }
-                NodeOutput::Shutdown { reason } => {
-                    let s = &mut self.slots[node.0 as usize];
-                    s.node = None;
-                    s.paused_until = 0;
-                    self.emit(TraceEvent::NodeDown {
-                        node,
-                        incarnation: inc.0,
-                        reason,
-                    });
-                }
-            }
+        self.cur = n.addr();
+        f(&mut n, self.now, self);
+        // A node that shut down while handling the input is dropped.
+        let s = &mut self.slots[idx];
+        if s.up {
+            s.node = Some(n);
         }
     }
 
-    fn send(&mut self, from: Addr, to: Addr, msg: Msg) {
+    fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
         if to.node.0 as usize >= self.slots.len() {
             return;
         }
@@ -855,7 +717,7 @@ impl World {
         }
     }
 
-    fn observe(&mut self, node: NodeId, obs: Observation, incarnation: u64) {
+    fn on_observation(&mut self, node: NodeId, obs: Observation, incarnation: u64) {
         match obs {
             Observation::EntityStarted { entity, shard } => {
                 self.stats.entity_starts += 1;
@@ -874,33 +736,7 @@ impl World {
                     reason,
                 });
             }
-            Observation::Delivered(env) => {
-                self.stats.deliveries += 1;
-                self.liveness.settled(env.sender, env.entity, env.seq);
-                // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
-                if self.violation.is_none() {
-                    self.violation = self.checker.on_deliver(
-                        self.now,
-                        env.sender,
-                        env.entity,
-                        env.seq,
-                        node,
-                        incarnation,
-                    );
-                }
-                if self.tracer.on() {
-                    self.tracer.record(
-                        self.now,
-                        TraceEvent::Deliver {
-                            sender: env.sender,
-                            entity: env.entity,
-                            seq: env.seq,
-                            node,
-                            incarnation,
-                        },
-                    );
-                }
-            }
+            Observation::Delivered(env) => self.delivered(env, incarnation),
             Observation::Dropped { env, reason } => self.drop_msg(node, env, reason),
             Observation::ShardHosted(shard) => self.emit(TraceEvent::ShardHosted { shard, node }),
             Observation::ShardUnhosted(shard) => {
@@ -925,29 +761,7 @@ impl World {
                     self.emit(TraceEvent::RebalanceDone { shard, ok });
                 }
             }
-            Observation::AllocationDecided { shard, region } => {
-                // §12 B10 oracle, at decision time: never choose a region this coordinator's
-                // node knows is downed or removed.
-                let known = self.node(node).and_then(|n| {
-                    n.view()
-                        .iter()
-                        .find(|m| m.node == region.node && m.inc == region.inc)
-                        .map(|m| m.status)
-                });
-                if !matches!(known, Some(s) if s != MemberStatus::Down && s != MemberStatus::Removed)
-                {
-                    self.violate(
-                        Outcome::AllocationToDowned,
-                        format!(
-                            "coordinator on node {} allocated shard {shard} to node {} (incarnation {}), which its view shows as {}",
-                            node.0,
-                            region.node.0,
-                            region.inc.0,
-                            known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
-                        ),
-                    );
-                }
-            }
+            Observation::AllocationDecided { .. } => {} // see NodeOutput::AllocationDecided
             Observation::ShardAllocated { shard, region } => {
                 if self.tracer.on() {
                     self.emit(TraceEvent::ShardAllocated {
@@ -959,6 +773,225 @@ impl World {
             Observation::CoordinatorRecovered { .. } => {}
             Observation::RegionRestarted => self.emit(TraceEvent::RegionRestarted { node }),
         }
+    }
+}
+
+/// The world applies a node's outputs as the node emits them.
+impl NodeHost for World {
+    fn output(&mut self, o: NodeOutput) {
+        let NodeAddr { node, inc } = self.cur;
+        match o {
+            NodeOutput::Send { from, to, msg } => self.send_msg(
+                Addr {
+                    node,
+                    inc,
+                    role: from,
+                },
+                to,
+                msg,
+            ),
+            NodeOutput::SendCluster { to, msg } => {
+                if to.node.0 as usize >= self.slots.len() {
+                    return;
+                }
+                if let Some((at, epoch)) =
+                    self.net
+                        .schedule(self.now, node.0 as usize, to.node.0 as usize, 0)
+                {
+                    self.push(
+                        at,
+                        Ev::Cluster {
+                            from: NodeAddr { node, inc },
+                            to,
+                            msg: Box::new(msg),
+                            epoch,
+                        },
+                    );
+                }
+            }
+            NodeOutput::CoordinatorTerminated => {
+                let from = Addr {
+                    node,
+                    inc,
+                    role: Role::Coordinator,
+                };
+                for i in 0..self.slots.len() {
+                    if self.slots[i].up {
+                        let to = Addr {
+                            node: NodeId(i as u32),
+                            inc: self.slots[i].inc,
+                            role: Role::Region,
+                        };
+                        self.send_msg(from, to, Msg::CoordinatorTerminated);
+                    }
+                }
+            }
+            NodeOutput::SetTimer { timer, after, gen } => self.push(
+                self.now + after,
+                Ev::Timer {
+                    node,
+                    inc,
+                    timer,
+                    gen,
+                },
+            ),
+            NodeOutput::Persist { gen, event } => {
+                let extra = self.journal.write_latency_us();
+                let j = self.net.journal();
+                if let Some((at, epoch)) = self.net.schedule(self.now, node.0 as usize, j, extra) {
+                    self.push(
+                        at,
+                        Ev::JournalWrite {
+                            node,
+                            inc,
+                            gen,
+                            event,
+                            epoch,
+                        },
+                    );
+                }
+            }
+            NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),
+            NodeOutput::AllocationDecided {
+                shard,
+                region,
+                known,
+            } => {
+                // §12 B10 oracle, at decision time: never choose a region this
+                // coordinator's node knows is downed or removed.
+                if !matches!(known, Some(s) if s != MemberStatus::Down && s != MemberStatus::Removed)
+                {
+                    self.violate(
+                            Outcome::AllocationToDowned,
+                            format!(
+                                "coordinator on node {} allocated shard {shard} to node {} (incarnation {}), which its view shows as {}",
+                                node.0,
+                                region.node.0,
+                                region.inc.0,
+                                known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
+                            ),
+                        );
+                }
+            }
+            NodeOutput::TimerFired(timer) => {
+                if self.tracer.on() {
+                    self.emit(TraceEvent::Timer { node, timer });
+                }
+            }
+            NodeOutput::View(members) => {
+                if self.tracer.on() {
+                    let view: Vec<String> = members
+                        .iter()
+                        .map(|m| format!("{}#{}:{:?}:{}", m.node.0, m.inc.0, m.status, m.up_number))
+                        .collect();
+                    self.emit(TraceEvent::Cluster {
+                        node,
+                        event: format!("view [{}]", view.join(" ")),
+                    });
+                }
+            }
+            NodeOutput::Cluster(ev) => {
+                if self.tracer.on() {
+                    self.emit(TraceEvent::Cluster {
+                        node,
+                        event: format!("{ev:?}"),
+                    });
+                }
+            }
+            NodeOutput::JoinAgain(seeds) => {
+                if self.tracer.on() {
+                    self.emit(TraceEvent::Cluster {
+                        node,
+                        event: format!("join again via {seeds:?}"),
+                    });
+                }
+            }
+            NodeOutput::CoordinatorStarted { replayed } => {
+                self.stats.coordinator_starts += 1;
+                self.emit(TraceEvent::CoordinatorStarted { node, replayed });
+            }
+            NodeOutput::CoordinatorStopped { reason } => {
+                self.emit(TraceEvent::CoordinatorStopped {
+                    node,
+                    reason: reason.to_string(),
+                });
+            }
+            NodeOutput::RecoveryFailed { reason } => {
+                self.emit(TraceEvent::RecoveryFailed { node, reason })
+            }
+            NodeOutput::Shutdown { reason } => {
+                let s = &mut self.slots[node.0 as usize];
+                s.up = false;
+                s.paused_until = 0;
+                self.emit(TraceEvent::NodeDown {
+                    node,
+                    incarnation: inc.0,
+                    reason,
+                });
+            }
+        }
+    }
+
+    #[inline]
+    fn send(&mut self, from: Role, to: Addr, msg: Msg) {
+        let NodeAddr { node, inc } = self.cur;
+        self.send_msg(
+            Addr {
+                node,
+                inc,
+                role: from,
+            },
+            to,
+            msg,
+        );
+    }
+
+    #[inline]
+    fn observe(&mut self, obs: Observation, incarnation: u64) {
+        self.on_observation(self.cur.node, obs, incarnation);
+    }
+
+    #[inline]
+    fn delivered(&mut self, env: Envelope, incarnation: u64) {
+        let node = self.cur.node;
+        self.stats.deliveries += 1;
+        self.liveness.settled(env.sender, env.entity, env.seq);
+        // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
+        if self.violation.is_none() {
+            self.violation = self.checker.on_deliver(
+                self.now,
+                env.sender,
+                env.entity,
+                env.seq,
+                node,
+                incarnation,
+            );
+        }
+        if self.tracer.on() {
+            self.tracer.record(
+                self.now,
+                TraceEvent::Deliver {
+                    sender: env.sender,
+                    entity: env.entity,
+                    seq: env.seq,
+                    node,
+                    incarnation,
+                },
+            );
+        }
+    }
+
+    fn journal(&self) -> Option<&[CoordinatorEvent]> {
+        let (idx, j) = (self.cur.node.0 as usize, self.net.journal());
+        let reachable =
+            self.journal.available && !self.net.is_cut(idx, j) && !self.net.is_cut(j, idx);
+        reachable.then_some(&self.journal.events[..])
+    }
+
+    fn next_incarnation(&mut self) -> u64 {
+        let i = self.next_incarnation;
+        self.next_incarnation += 1;
+        i
     }
 }
 

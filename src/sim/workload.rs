@@ -87,6 +87,7 @@ impl Workload {
     }
 
     /// When a sender that sends at `now` sends next, if before `stop-ms`.
+    #[inline]
     pub fn next_send(&mut self, now: Instant) -> Option<Instant> {
         let [lo, hi] = self.interval_us;
         let next = now + Duration(self.rng.range(lo, hi));
@@ -94,6 +95,7 @@ impl Workload {
     }
 
     /// The next message of `sender`: a drawn entity and its next sequence number.
+    #[inline]
     pub fn message(&mut self, sender: u32) -> Envelope {
         let s = &mut self.senders[sender as usize];
         let entity = if s.focus.is_empty() {
