@@ -230,3 +230,380 @@ fn decide_clean(
         downed,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{NodeId, NodeInc};
+    use crate::membership::ReachRecord;
+
+    fn addr(i: u32) -> NodeAddr {
+        NodeAddr {
+            node: NodeId(i),
+            inc: NodeInc(1),
+        }
+    }
+
+    fn addrs(v: &[u32]) -> Vec<NodeAddr> {
+        v.iter().map(|i| addr(*i)).collect()
+    }
+
+    /// Node `i`'s view of a 5-node cluster (all Up, node 0 the oldest: up-number `i + 1`) under
+    /// `net`:
+    /// - `"2|3"`, `"2|2|1"`, ...: a clean partition into consecutive sides ({0,1}|{2,3,4}, ...);
+    ///   the viewer holds only its own side's records (each of its side observes everyone
+    ///   outside unreachable), since nothing crosses the cut. A trailing `j` makes node 4 a
+    ///   Joining member (up-number 0).
+    /// - `"2x3"`: 2 and 3 cannot reach each other, everybody else reaches everyone;
+    /// - `"2>3"`: one-way, 2 no longer hears 3 (3 still hears 2);
+    /// - `"4x01"`: 4 and {0, 1} cannot reach each other; 2 and 3 reach everyone;
+    /// - `"mixed"`: 4 crashed (0..3 observe it) and 1, 2 cannot reach each other.
+    ///
+    /// In the last four the records reach every viewer through the nodes that bridge the cut.
+    fn view(net: &str, viewer: u32) -> GossipState {
+        let (sides_spec, joining) = match net.strip_suffix('j') {
+            Some(s) => (s, true),
+            None => (net, false),
+        };
+        let mut g = GossipState::default();
+        for i in 0..5 {
+            let joining = joining && i == 4;
+            g.members.insert(
+                addr(i),
+                GossipMember {
+                    up_number: if joining { 0 } else { i + 1 },
+                    status: if joining {
+                        MemberStatus::Joining
+                    } else {
+                        MemberStatus::Up
+                    },
+                    hosting: true,
+                    down_reason: None,
+                },
+            );
+        }
+        let cuts: Vec<(u32, u32)> = match net {
+            "2x3" => vec![(2, 3), (3, 2)],
+            "2>3" => vec![(2, 3)],
+            "4x01" => vec![(0, 4), (1, 4), (4, 0), (4, 1)],
+            "mixed" => vec![(0, 4), (1, 4), (2, 4), (3, 4), (1, 2), (2, 1)],
+            _ => {
+                let mut side_of = Vec::new();
+                for (s, n) in sides_spec.split('|').enumerate() {
+                    let n: usize = n.parse().expect("side size");
+                    side_of.extend(std::iter::repeat_n(s, n));
+                }
+                assert_eq!(side_of.len(), 5, "{net}");
+                let mine = side_of[viewer as usize];
+                let mut v = Vec::new();
+                for o in 0..5u32 {
+                    for s in 0..5u32 {
+                        if side_of[o as usize] == mine && side_of[s as usize] != mine {
+                            v.push((o, s));
+                        }
+                    }
+                }
+                v
+            }
+        };
+        for (o, s) in cuts {
+            g.reachability.insert(
+                (addr(o), addr(s)),
+                ReachRecord {
+                    version: 1,
+                    unreachable: true,
+                },
+            );
+        }
+        g
+    }
+
+    /// `decide` at `viewer`, with the unreachable set the state machine hands it (its
+    /// `stable-after` set: the live unreachable members of its view).
+    fn decide_at(strategy: &SbrStrategy, net: &str, viewer: u32) -> Decision {
+        let g = view(net, viewer);
+        let unreachable = g.unreachable_live();
+        decide(
+            strategy,
+            &DowningFacts {
+                gossip: &g,
+                unreachable: &unreachable,
+            },
+            addr(viewer),
+        )
+    }
+
+    const STRATEGIES: [SbrStrategy; 5] = [
+        SbrStrategy::KeepMajority,
+        SbrStrategy::KeepOldest {
+            down_if_alone: false,
+        },
+        SbrStrategy::KeepOldest {
+            down_if_alone: true,
+        },
+        SbrStrategy::StaticQuorum { quorum_size: 3 },
+        SbrStrategy::DownAll,
+    ];
+
+    const ALL: &[u32] = &[0, 1, 2, 3, 4];
+
+    /// (partition, viewer) → the set each strategy downs, in the order of `STRATEGIES`:
+    /// keep-majority, keep-oldest, keep-oldest with down-if-alone, static-quorum 3, down-all.
+    /// Node 0 is the oldest and the lowest address. The viewer of each side is its lowest
+    /// node (the side's leader, the node that decides).
+    ///
+    /// Rules behind the rows (Akka's `split-brain-resolver.md`; akka-sharding.md §11.1, §11.2):
+    /// - Each side weighs itself against *all* unreachable members as one side, so with three
+    ///   sides (2|2|1, 1|2|2) keep-majority and static-quorum find no side with more than half
+    ///   (resp. 3) members and every side downs itself: the whole cluster goes down.
+    /// - keep-oldest: only the oldest's side survives, however many sides there are. With
+    ///   down-if-alone the oldest downs itself when alone against more than one member
+    ///   (1|4, 1|2|2); the other side survives only if it is the single other side (1|4: 4
+    ///   members see one unreachable node); in 1|2|2 each 2-side sees three unreachable
+    ///   members, cannot tell the oldest is alone, and downs itself: all go down.
+    /// - keep-majority tie (2|3j: node 4 is Joining and does not count, so 2 against 2): the
+    ///   side with the lowest address (node 0) survives; the Joining node is downed with its
+    ///   side.
+    /// - Indirectly connected (observers of an unreachability that are themselves observed
+    ///   unreachable: 2x3, 4x01, mixed) are downed by everyone whatever the strategy, and
+    ///   when nobody clean is unreachable (2x3, 4x01) or the viewer is one of them, only they
+    ///   are. In 4x01, 4 is reachable from 2 and 3 but not from 0 and 1: all three are
+    ///   indirectly connected, 2 and 3 survive.
+    /// - A one-way cut (2>3) with no record about the observer is a clean 4|1 for everyone
+    ///   but the subject, which sees nothing unreachable but itself: no decision.
+    /// - In "mixed" the strategy decides between the clean sides {0, 3} and {4} (1 and 2
+    ///   excluded, so static-quorum 3 is out of reach and {0, 3} downs itself).
+    #[test]
+    fn decide_table() {
+        type Row = (&'static str, u32, [&'static [u32]; 5]);
+        #[rustfmt::skip]
+        let rows: &[Row] = &[
+            // net      viewer  keep-majority  keep-oldest     k-o alone       quorum 3     down-all
+            ("2|3",     0, [&[0, 1],       &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
+            ("2|3",     2, [&[0, 1],       &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
+            ("3|2",     0, [&[3, 4],       &[3, 4],        &[3, 4],        &[3, 4],     ALL]),
+            ("3|2",     3, [&[3, 4],       &[3, 4],        &[3, 4],        &[3, 4],     ALL]),
+            ("1|4",     0, [&[0],          &[1, 2, 3, 4],  &[0],           &[0],        ALL]),
+            ("1|4",     1, [&[0],          &[1, 2, 3, 4],  &[0],           &[0],        ALL]),
+            ("4|1",     0, [&[4],          &[4],           &[4],           &[4],        ALL]),
+            ("4|1",     4, [&[4],          &[4],           &[4],           &[4],        ALL]),
+            ("2|2|1",   0, [&[0, 1],       &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
+            ("2|2|1",   2, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     ALL]),
+            ("2|2|1",   4, [&[4],          &[4],           &[4],           &[4],        ALL]),
+            ("1|2|2",   0, [&[0],          &[1, 2, 3, 4],  &[0],           &[0],        ALL]),
+            ("1|2|2",   1, [&[1, 2],       &[1, 2],        &[1, 2],        &[1, 2],     ALL]),
+            ("1|2|2",   3, [&[3, 4],       &[3, 4],        &[3, 4],        &[3, 4],     ALL]),
+            ("2|3j",    0, [&[2, 3, 4],    &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
+            ("2|3j",    2, [&[2, 3, 4],    &[2, 3, 4],     &[2, 3, 4],     &[2, 3, 4],  ALL]),
+            ("2x3",     0, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
+            ("2x3",     2, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
+            ("2x3",     3, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
+            ("2>3",     0, [&[3],          &[3],           &[3],           &[3],        ALL]),
+            ("2>3",     2, [&[3],          &[3],           &[3],           &[3],        ALL]),
+            ("2>3",     3, [&[],           &[],            &[],            &[],         &[]]),
+            ("4x01",    0, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  &[0, 1, 4]]),
+            ("4x01",    2, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  &[0, 1, 4]]),
+            ("4x01",    4, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  &[0, 1, 4]]),
+            ("mixed",   0, [&[1, 2, 4],    &[1, 2, 4],     &[1, 2, 4],     &[0, 1, 2, 3], ALL]),
+            ("mixed",   1, [&[1, 2],       &[1, 2],        &[1, 2],        &[1, 2],     &[1, 2]]),
+        ];
+        for &(net, viewer, expected) in rows {
+            for (strategy, want) in STRATEGIES.iter().zip(expected) {
+                let d = decide_at(strategy, net, viewer);
+                let mut got = d.downed.clone();
+                got.sort();
+                assert_eq!(
+                    got,
+                    addrs(want),
+                    "{strategy:?} {net} viewer {viewer}: {d:?}"
+                );
+                // `Nothing` exactly when nothing is downed.
+                assert_eq!(
+                    d.outcome == Outcome::Nothing,
+                    want.is_empty(),
+                    "{net} {viewer}"
+                );
+            }
+        }
+    }
+
+    /// The oracle the table must satisfy (dst-anchors §12): in a clean partition no two sides
+    /// both stay up, and no surviving side is downed by another side's decision.
+    #[test]
+    fn clean_partitions_never_keep_two_sides() {
+        let nets: &[(&str, &[&[u32]])] = &[
+            ("2|3", &[&[0, 1], &[2, 3, 4]]),
+            ("3|2", &[&[0, 1, 2], &[3, 4]]),
+            ("1|4", &[&[0], &[1, 2, 3, 4]]),
+            ("4|1", &[&[0, 1, 2, 3], &[4]]),
+            ("2|2|1", &[&[0, 1], &[2, 3], &[4]]),
+            ("1|2|2", &[&[0], &[1, 2], &[3, 4]]),
+            ("2|3j", &[&[0, 1], &[2, 3, 4]]),
+        ];
+        for strategy in &STRATEGIES {
+            for &(net, sides) in nets {
+                let downed: BTreeSet<NodeAddr> = sides
+                    .iter()
+                    .flat_map(|side| decide_at(strategy, net, side[0]).downed)
+                    .collect();
+                let up: Vec<&&[u32]> = sides
+                    .iter()
+                    .filter(|side| side.iter().any(|i| !downed.contains(&addr(*i))))
+                    .collect();
+                assert!(up.len() <= 1, "{strategy:?} {net}: {up:?} stay up");
+                for side in up {
+                    assert!(
+                        side.iter().all(|i| !downed.contains(&addr(*i))),
+                        "{strategy:?} {net}: side {side:?} partly downed"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The names, texts and order of `downed` end up in the trace and in shutdown reasons:
+    /// pinned here.
+    #[test]
+    fn decision_texts_and_order() {
+        let km = &SbrStrategy::KeepMajority;
+        let cases: &[(&SbrStrategy, &str, u32, &str, Outcome, &str, &[u32])] = &[
+            (
+                km,
+                "2|3",
+                0,
+                "keep-majority",
+                Outcome::DownOwnSide,
+                "2 of 5 on this side: down own side",
+                &[0, 1],
+            ),
+            (
+                km,
+                "2|3",
+                2,
+                "keep-majority",
+                Outcome::DownUnreachable,
+                "3 of 5 on this side: down unreachable side",
+                &[0, 1],
+            ),
+            (
+                &STRATEGIES[1],
+                "2|3",
+                2,
+                "keep-oldest",
+                Outcome::DownOwnSide,
+                "oldest 0#1 there (down-if-alone false): down own side",
+                &[2, 3, 4],
+            ),
+            (
+                &STRATEGIES[2],
+                "1|4",
+                0,
+                "keep-oldest",
+                Outcome::DownOwnSide,
+                "oldest 0#1 here (down-if-alone true): down own side",
+                &[0],
+            ),
+            (
+                &STRATEGIES[3],
+                "3|2",
+                0,
+                "static-quorum",
+                Outcome::DownUnreachable,
+                "3 on this side, quorum 3: down unreachable side",
+                &[3, 4],
+            ),
+            (
+                &STRATEGIES[4],
+                "4|1",
+                4,
+                "down-all",
+                Outcome::DownAll,
+                "down all: down everyone",
+                &[0, 1, 2, 3, 4],
+            ),
+            (
+                km,
+                "2x3",
+                0,
+                "indirectly-connected",
+                Outcome::DownIndirectlyConnected,
+                "indirectly connected [NodeAddr { node: NodeId(2), inc: NodeInc(1) }, \
+              NodeAddr { node: NodeId(3), inc: NodeInc(1) }]: down them",
+                &[2, 3],
+            ),
+            // The strategy's side first, then the indirectly connected.
+            (
+                km,
+                "mixed",
+                0,
+                "keep-majority",
+                Outcome::DownUnreachable,
+                "2 of 3 on this side: down unreachable side; and down the indirectly connected",
+                &[4, 1, 2],
+            ),
+            (
+                &STRATEGIES[3],
+                "mixed",
+                0,
+                "static-quorum",
+                Outcome::DownOwnSide,
+                "2 on this side, quorum 3: down own side; and down the indirectly connected",
+                &[0, 3, 1, 2],
+            ),
+            (
+                km,
+                "2>3",
+                3,
+                "keep-majority",
+                Outcome::Nothing,
+                "nothing unreachable",
+                &[],
+            ),
+        ];
+        for &(strategy, net, viewer, name, outcome, text, downed) in cases {
+            let d = decide_at(strategy, net, viewer);
+            let want = Decision {
+                strategy: name,
+                outcome,
+                text: text.to_string(),
+                downed: addrs(downed),
+            };
+            assert_eq!(d, want, "{strategy:?} {net} viewer {viewer}");
+        }
+    }
+
+    /// Members already Down or Removed are on neither side, and records about them make no
+    /// one indirectly connected (a crashed node's old incarnation).
+    #[test]
+    fn down_and_removed_members_do_not_count() {
+        let mut g = view("2|3", 0);
+        // 4 is Down (downed earlier); 3 observed it before: a stale record, not a bridge.
+        g.members.get_mut(&addr(4)).expect("member").status = MemberStatus::Down;
+        g.reachability.insert(
+            (addr(3), addr(4)),
+            ReachRecord {
+                version: 1,
+                unreachable: true,
+            },
+        );
+        let unreachable = g.unreachable_live();
+        assert_eq!(unreachable, BTreeSet::from([addr(2), addr(3)]));
+        let facts = DowningFacts {
+            gossip: &g,
+            unreachable: &unreachable,
+        };
+        // 2 of 4: a tie, and node 0 (lowest address) is here.
+        let d = decide(&SbrStrategy::KeepMajority, &facts, addr(0));
+        assert_eq!(d.downed, addrs(&[2, 3]), "{d:?}");
+        assert_eq!(d.text, "2 of 4 on this side: down unreachable side");
+        // The viewer in its own unreachable set (a record gossiped before the cut) stays on
+        // its own side.
+        let mut with_me = unreachable.clone();
+        with_me.insert(addr(0));
+        let facts = DowningFacts {
+            gossip: &g,
+            unreachable: &with_me,
+        };
+        assert_eq!(decide(&SbrStrategy::KeepMajority, &facts, addr(0)), d);
+    }
+}
