@@ -466,7 +466,17 @@ mod tests {
     #[test]
     fn decision_texts_and_order() {
         let km = &SbrStrategy::KeepMajority;
-        let cases: &[(&SbrStrategy, &str, u32, &str, Outcome, &str, &[u32])] = &[
+        // (strategy, net, viewer, name, outcome, text, downed in order)
+        type Case<'a> = (
+            &'a SbrStrategy,
+            &'a str,
+            u32,
+            &'a str,
+            Outcome,
+            &'a str,
+            &'a [u32],
+        );
+        let cases: &[Case] = &[
             (
                 km,
                 "2|3",
