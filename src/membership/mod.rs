@@ -7,6 +7,11 @@
 //! each `gossip-interval`, and convergence is a seen set over identical gossip contents instead
 //! of vector clocks. Everything is deterministic given the inputs: no clock, no randomness, no
 //! hashing.
+//!
+//! Layout: this file holds the types, the configuration and the [`Membership`] state machine
+//! (inputs, timers, failure detector, leader actions, when to decide on downing);
+//! `gossip.rs` the pure logic of the replicated [`GossipState`] (merge, prune, reachability,
+//! convergence, leader choice); `downing.rs` the split-brain resolver's pure [`decide`].
 
 use crate::ids::{NodeId, NodeInc};
 use crate::protocol::{Member, MemberStatus};
@@ -16,8 +21,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+mod downing;
+mod gossip;
 #[cfg(test)]
 mod tests;
+
+pub use downing::{decide, Decision, DowningFacts, Outcome};
+pub use gossip::{GossipMember, GossipState, ReachRecord};
 
 /// Milliseconds as a `Duration`, saturating (configuration values are not trusted).
 fn ms(v: u64) -> Duration {
@@ -122,114 +132,6 @@ impl Default for MembershipConfig {
             gossip_interval_ms: 1000,
             downing: DowningProvider::None,
         }
-    }
-}
-
-/// One member in the gossip state.
-#[derive(Clone, Debug, Eq, PartialEq)]
-pub struct GossipMember {
-    /// Akka's `upNumber`, 0 until the leader moves it to Up.
-    pub up_number: u32,
-    /// Its status; merged by taking the maximum (Akka's status precedence).
-    pub status: MemberStatus,
-    /// Whether it hosts entities.
-    pub hosting: bool,
-    /// Why it was downed, if it was (shown in the downed node's `Shutdown`).
-    pub down_reason: Option<String>,
-}
-
-/// One reachability observation (Akka's `Reachability.Record`); only its observer writes it.
-#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
-pub struct ReachRecord {
-    /// The observer's version counter; the higher version wins in a merge.
-    pub version: u64,
-    /// Whether the observer sees the subject as unreachable.
-    pub unreachable: bool,
-}
-
-/// The replicated membership state (Akka's `Gossip`). Removed members stay as tombstones so a
-/// merge never resurrects them.
-#[derive(Clone, Debug, Default, Eq, PartialEq)]
-pub struct GossipState {
-    /// Every member ever known, Removed ones included.
-    pub members: BTreeMap<NodeAddr, GossipMember>,
-    /// (observer, subject) → observation.
-    pub reachability: BTreeMap<(NodeAddr, NodeAddr), ReachRecord>,
-    /// The members that have seen exactly this content (Akka's `seen` set).
-    pub seen: BTreeSet<NodeAddr>,
-}
-
-impl GossipState {
-    fn same_content(&self, o: &GossipState) -> bool {
-        self.members == o.members && self.reachability == o.reachability
-    }
-
-    /// Merge the contents (members and reachability); a join-semilattice, so commutative,
-    /// associative and idempotent. The seen set is handled by the caller.
-    fn merge_content(&mut self, o: &GossipState) {
-        for (a, m) in &o.members {
-            match self.members.get_mut(a) {
-                None => {
-                    self.members.insert(*a, m.clone());
-                }
-                Some(x) => {
-                    // Akka `Member.highestPriorityOf`: Removed > Down > Exiting > Leaving > Up
-                    // > Joining, i.e. the derived order of `MemberStatus`.
-                    x.status = x.status.max(m.status);
-                    x.up_number = x.up_number.max(m.up_number);
-                    x.hosting |= m.hosting;
-                    if m.down_reason > x.down_reason {
-                        x.down_reason.clone_from(&m.down_reason);
-                    }
-                }
-            }
-        }
-        for (k, r) in &o.reachability {
-            let e = self.reachability.entry(*k).or_insert(*r);
-            *e = (*e).max(*r);
-        }
-        self.prune();
-    }
-
-    /// Whether [`Self::prune`] would change nothing.
-    fn is_pruned(&self) -> bool {
-        self.reachability.keys().all(|(o, s)| {
-            self.status(*o) != Some(MemberStatus::Removed)
-                && self.status(*s) != Some(MemberStatus::Removed)
-        })
-    }
-
-    /// Akka drops the reachability records of removed members.
-    fn prune(&mut self) {
-        let removed: BTreeSet<NodeAddr> = self
-            .members
-            .iter()
-            .filter(|(_, m)| m.status == MemberStatus::Removed)
-            .map(|(a, _)| *a)
-            .collect();
-        self.reachability
-            .retain(|(o, s), _| !removed.contains(o) && !removed.contains(s));
-    }
-
-    fn status(&self, a: NodeAddr) -> Option<MemberStatus> {
-        self.members.get(&a).map(|m| m.status)
-    }
-
-    /// Members unreachable according to any observer that is not Down or Removed (Akka's
-    /// `reachabilityExcludingDownedObservers`), Removed members excluded.
-    fn unreachable(&self) -> BTreeSet<NodeAddr> {
-        self.reachability
-            .iter()
-            .filter(|((o, s), r)| {
-                r.unreachable
-                    && matches!(
-                        self.status(*o),
-                        Some(st) if st < MemberStatus::Down
-                    )
-                    && matches!(self.status(*s), Some(st) if st != MemberStatus::Removed)
-            })
-            .map(|((_, s), _)| *s)
-            .collect()
     }
 }
 
@@ -430,25 +332,7 @@ impl Membership {
     /// The current members, Removed excluded, sorted by (up-number, node): oldest first,
     /// Joining members (up-number `u32::MAX`, Akka's `Int.MaxValue`) last.
     pub fn members(&self) -> Vec<Member> {
-        let mut v: Vec<Member> = self
-            .gossip
-            .members
-            .iter()
-            .filter(|(_, m)| m.status != MemberStatus::Removed)
-            .map(|(a, m)| Member {
-                node: a.node,
-                inc: a.inc,
-                up_number: if m.up_number == 0 {
-                    u32::MAX
-                } else {
-                    m.up_number
-                },
-                status: m.status,
-                hosting: m.hosting,
-            })
-            .collect();
-        v.sort_by_key(|m| (m.up_number, m.node, m.inc));
-        v
+        self.gossip.member_list()
     }
 
     /// Members unreachable according to any live observer in this node's view.
@@ -461,23 +345,7 @@ impl Membership {
         if !self.joined {
             return None;
         }
-        let unreachable = self.gossip.unreachable();
-        // Akka: candidates are members not Down/Removed that are reachable (or self); the first
-        // by address with status Up or Leaving, else the lowest Joining/Exiting one.
-        let cands: Vec<(NodeAddr, MemberStatus)> = self
-            .gossip
-            .members
-            .iter()
-            .filter(|(a, m)| {
-                m.status < MemberStatus::Down && (**a == self.me || !unreachable.contains(a))
-            })
-            .map(|(a, m)| (*a, m.status))
-            .collect();
-        cands
-            .iter()
-            .find(|(_, s)| matches!(s, MemberStatus::Up | MemberStatus::Leaving))
-            .or_else(|| cands.first())
-            .map(|(a, _)| *a)
+        self.gossip.leader(self.me)
     }
 
     /// Whether this node is the leader in its own view.
@@ -670,10 +538,7 @@ impl Membership {
     }
 
     fn observes_unreachable(&self, s: NodeAddr) -> bool {
-        self.gossip
-            .reachability
-            .get(&(self.me, s))
-            .is_some_and(|r| r.unreachable)
+        self.gossip.observes_unreachable(self.me, s)
     }
 
     fn record_reachability(&mut self, s: NodeAddr, unreachable: bool, out: &mut Vec<MOutput>) {
@@ -814,20 +679,13 @@ impl Membership {
             }
             return;
         }
-        let mut merged = self.gossip.clone();
-        merged.merge_content(&incoming);
-        let same_mine = merged.same_content(&self.gossip);
-        let same_theirs = merged.same_content(&incoming);
-        // Akka's seen-set merge: equal versions union the seen sets; a newer version keeps its
-        // own seen set; a merged (concurrent) version has been seen by us only.
-        merged.seen = match (same_mine, same_theirs) {
-            (true, true) => self.gossip.seen.union(&incoming.seen).copied().collect(),
-            (true, false) => self.gossip.seen.clone(),
-            (false, true) => incoming.seen.clone(),
-            (false, false) => BTreeSet::new(),
-        };
-        merged.seen.insert(self.me);
-        self.gossip = merged;
+        // Merge contents and seen sets (gossip.rs).
+        let gossip::Merged {
+            state,
+            same_mine,
+            same_theirs,
+        } = self.gossip.merge(&incoming, self.me);
+        self.gossip = state;
         if !same_mine {
             self.dirty = true;
             self.rev += 1;
@@ -860,38 +718,19 @@ impl Membership {
         }
     }
 
-    /// Akka `Gossip.convergence`: every unreachable member is Down or Exiting, and every Up or
-    /// Leaving member has seen the current state.
+    /// Akka `Gossip.convergence` in this node's view.
     fn convergence(&self) -> bool {
-        let unreachable = self.gossip.unreachable();
-        self.gossip.members.iter().all(|(a, m)| {
-            let ok_reach = !unreachable.contains(a)
-                || matches!(m.status, MemberStatus::Down | MemberStatus::Exiting);
-            let ok_seen = !matches!(m.status, MemberStatus::Up | MemberStatus::Leaving)
-                || self.gossip.seen.contains(a);
-            ok_reach && ok_seen
-        })
+        self.gossip.convergence()
     }
 
     fn track_unreachable(&mut self, now: Instant) {
-        let unreachable: BTreeSet<NodeAddr> = self
-            .gossip
-            .unreachable()
-            .into_iter()
-            .filter(|a| matches!(self.gossip.status(*a), Some(s) if s < MemberStatus::Down))
-            .collect();
+        let unreachable = self.gossip.unreachable_live();
         self.unreachable_since
             .retain(|a, _| unreachable.contains(a));
         for a in &unreachable {
             self.unreachable_since.entry(*a).or_insert(now);
         }
-        let live: BTreeSet<NodeAddr> = self
-            .gossip
-            .members
-            .iter()
-            .filter(|(_, m)| m.status < MemberStatus::Down)
-            .map(|(a, _)| *a)
-            .collect();
+        let live = self.gossip.live();
         // Akka SBR: any change of membership or reachability restarts `stable-after`.
         let key = (unreachable, live);
         if key != self.last_unstable_key {
@@ -996,15 +835,28 @@ impl Membership {
                 stable_after_ms,
                 ..
             } => {
-                let mut unreachable = self.last_unstable_key.0.clone();
-                // The deciding node is always on its own side: other observers' records about
-                // it (gossiped before a cut) must not move it to the other side (Akka's SBR
-                // decides from the local node's side).
-                unreachable.remove(&self.me);
-                if unreachable.is_empty() || now - self.stable_since < ms(stable_after_ms) {
+                if now - self.stable_since < ms(stable_after_ms) {
                     return;
                 }
-                let (name, decision, downed) = self.sbr_decide(&strategy, &unreachable);
+                // The decision itself is pure (downing.rs): from this view, on the unreachable
+                // set whose stability was just waited for.
+                let d = decide(
+                    &strategy,
+                    &DowningFacts {
+                        gossip: &self.gossip,
+                        unreachable: &self.last_unstable_key.0,
+                    },
+                    self.me,
+                );
+                if d.outcome == Outcome::Nothing {
+                    return;
+                }
+                let Decision {
+                    strategy: name,
+                    text: decision,
+                    downed,
+                    ..
+                } = d;
                 let reason = format!("sbr: {name}: {decision}");
                 for a in &downed {
                     self.set_status(*a, MemberStatus::Down, Some(reason.clone()));
@@ -1015,154 +867,6 @@ impl Membership {
                     downed,
                 }));
             }
-        }
-    }
-
-    /// Akka's SBR strategies, seen from this side (self + reachable) against the unreachable
-    /// side. Returns (strategy name, decision text, members to down).
-    fn sbr_decide(
-        &self,
-        strategy: &SbrStrategy,
-        unreachable: &BTreeSet<NodeAddr>,
-    ) -> (&'static str, String, Vec<NodeAddr>) {
-        // Akka SBR "indirectly connected" members: observers of an unreachability that are
-        // themselves observed unreachable (one-way cuts, bridges, stale records from before a
-        // cut). They are downed; the strategy decides only between the clean sides. Without
-        // this, a one-way cut 0 -> 1 lets 0 and 1 each keep a "majority" with node 2.
-        let live_member = |a: &NodeAddr| {
-            self.gossip
-                .status(*a)
-                .is_some_and(|st| st < MemberStatus::Down)
-        };
-        let full = self.gossip.unreachable();
-        let observers: BTreeSet<NodeAddr> = self
-            .gossip
-            .reachability
-            .iter()
-            // Only records about live subjects: an observer of an already Down member (stale,
-            // e.g. a crashed node's old incarnation) is not indirectly connected.
-            .filter(|((_, subject), r)| r.unreachable && live_member(subject))
-            .map(|((o, _), _)| *o)
-            .filter(|o| live_member(o))
-            .collect();
-        let indirect: BTreeSet<NodeAddr> = observers
-            .intersection(&full)
-            .copied()
-            .filter(|a| live_member(a))
-            .collect();
-        if indirect.is_empty() {
-            return self.sbr_decide_clean(strategy, unreachable, &indirect);
-        }
-        let clean: BTreeSet<NodeAddr> = unreachable.difference(&indirect).copied().collect();
-        let list: Vec<NodeAddr> = indirect.iter().copied().collect();
-        if indirect.contains(&self.me) || clean.is_empty() {
-            return (
-                "indirectly-connected",
-                format!("indirectly connected {list:?}: down them"),
-                list,
-            );
-        }
-        let (name, text, mut downed) = self.sbr_decide_clean(strategy, &clean, &indirect);
-        for a in list {
-            if !downed.contains(&a) {
-                downed.push(a);
-            }
-        }
-        (
-            name,
-            format!("{text}; and down the indirectly connected"),
-            downed,
-        )
-    }
-
-    fn sbr_decide_clean(
-        &self,
-        strategy: &SbrStrategy,
-        unreachable: &BTreeSet<NodeAddr>,
-        excluded: &BTreeSet<NodeAddr>,
-    ) -> (&'static str, String, Vec<NodeAddr>) {
-        // Akka SBR counts Up/Leaving/Exiting members; Joining ones are downed with their side
-        // but do not count.
-        let live: Vec<(NodeAddr, &GossipMember)> = self
-            .gossip
-            .members
-            .iter()
-            .filter(|(a, m)| m.status < MemberStatus::Down && !excluded.contains(a))
-            .map(|(a, m)| (*a, m))
-            .collect();
-        let counted = |m: &GossipMember| m.status != MemberStatus::Joining;
-        let mine: Vec<NodeAddr> = live
-            .iter()
-            .filter(|(a, _)| !unreachable.contains(a))
-            .map(|(a, _)| *a)
-            .collect();
-        let theirs: Vec<NodeAddr> = live
-            .iter()
-            .filter(|(a, _)| unreachable.contains(a))
-            .map(|(a, _)| *a)
-            .collect();
-        let n_mine = live
-            .iter()
-            .filter(|(a, m)| !unreachable.contains(a) && counted(m))
-            .count();
-        let n_theirs = live
-            .iter()
-            .filter(|(a, m)| unreachable.contains(a) && counted(m))
-            .count();
-        let (name, survive, text) = match strategy {
-            SbrStrategy::KeepMajority => {
-                let total = n_mine + n_theirs;
-                // Tie: the side with the lowest address survives.
-                let lowest = live
-                    .iter()
-                    .filter(|(_, m)| counted(m))
-                    .map(|(a, _)| *a)
-                    .next();
-                let survive = 2 * n_mine > total
-                    || (2 * n_mine == total && lowest.is_some_and(|l| !unreachable.contains(&l)));
-                (
-                    "keep-majority",
-                    survive,
-                    format!("{n_mine} of {total} on this side"),
-                )
-            }
-            SbrStrategy::KeepOldest { down_if_alone } => {
-                let oldest = live
-                    .iter()
-                    .filter(|(_, m)| counted(m) && m.up_number > 0)
-                    .min_by_key(|(a, m)| (m.up_number, *a))
-                    .map(|(a, _)| *a);
-                let oldest_here = oldest.is_some_and(|o| !unreachable.contains(&o));
-                let survive = if oldest_here {
-                    !(*down_if_alone && n_mine == 1 && n_theirs > 1)
-                } else {
-                    *down_if_alone && n_theirs == 1 && n_mine > 1
-                };
-                let at = oldest.map_or("none".to_string(), |o| o.to_string());
-                (
-                    "keep-oldest",
-                    survive,
-                    format!(
-                        "oldest {at} {} (down-if-alone {down_if_alone})",
-                        if oldest_here { "here" } else { "there" }
-                    ),
-                )
-            }
-            SbrStrategy::StaticQuorum { quorum_size } => (
-                "static-quorum",
-                n_mine >= *quorum_size as usize,
-                format!("{n_mine} on this side, quorum {quorum_size}"),
-            ),
-            SbrStrategy::DownAll => ("down-all", false, "down all".to_string()),
-        };
-        if let SbrStrategy::DownAll = strategy {
-            let all: Vec<NodeAddr> = live.iter().map(|(a, _)| *a).collect();
-            return (name, format!("{text}: down everyone"), all);
-        }
-        if survive {
-            (name, format!("{text}: down unreachable side"), theirs)
-        } else {
-            (name, format!("{text}: down own side"), mine)
         }
     }
 

@@ -1,0 +1,236 @@
+//! The replicated membership state (Akka's `Gossip` with its `Reachability` table) and its pure
+//! logic: merge (contents and seen set), prune, reachability, convergence and leader choice.
+//! No timers, no I/O; every function here is a function of the state (and of `me` where the
+//! answer is one node's view).
+
+use super::NodeAddr;
+use crate::protocol::{Member, MemberStatus};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One member in the gossip state.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct GossipMember {
+    /// Akka's `upNumber`, 0 until the leader moves it to Up.
+    pub up_number: u32,
+    /// Its status; merged by taking the maximum (Akka's status precedence).
+    pub status: MemberStatus,
+    /// Whether it hosts entities.
+    pub hosting: bool,
+    /// Why it was downed, if it was (shown in the downed node's `Shutdown`).
+    pub down_reason: Option<String>,
+}
+
+/// One reachability observation (Akka's `Reachability.Record`); only its observer writes it.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+pub struct ReachRecord {
+    /// The observer's version counter; the higher version wins in a merge.
+    pub version: u64,
+    /// Whether the observer sees the subject as unreachable.
+    pub unreachable: bool,
+}
+
+/// The replicated membership state (Akka's `Gossip`). Removed members stay as tombstones so a
+/// merge never resurrects them.
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct GossipState {
+    /// Every member ever known, Removed ones included.
+    pub members: BTreeMap<NodeAddr, GossipMember>,
+    /// (observer, subject) → observation.
+    pub reachability: BTreeMap<(NodeAddr, NodeAddr), ReachRecord>,
+    /// The members that have seen exactly this content (Akka's `seen` set).
+    pub seen: BTreeSet<NodeAddr>,
+}
+
+/// The outcome of [`GossipState::merge`].
+pub(super) struct Merged {
+    /// The merged state, its seen set included (with `me`).
+    pub(super) state: GossipState,
+    /// Whether the merged contents equal the receiver's.
+    pub(super) same_mine: bool,
+    /// Whether the merged contents equal the incoming ones.
+    pub(super) same_theirs: bool,
+}
+
+impl GossipState {
+    /// Whether the contents (members and reachability, not the seen set) are equal.
+    pub(super) fn same_content(&self, o: &GossipState) -> bool {
+        self.members == o.members && self.reachability == o.reachability
+    }
+
+    /// Merge the contents (members and reachability); a join-semilattice, so commutative,
+    /// associative and idempotent. The seen set is left alone (see [`Self::merge`]).
+    pub(super) fn merge_content(&mut self, o: &GossipState) {
+        for (a, m) in &o.members {
+            match self.members.get_mut(a) {
+                None => {
+                    self.members.insert(*a, m.clone());
+                }
+                Some(x) => {
+                    // Akka `Member.highestPriorityOf`: Removed > Down > Exiting > Leaving > Up
+                    // > Joining, i.e. the derived order of `MemberStatus`.
+                    x.status = x.status.max(m.status);
+                    x.up_number = x.up_number.max(m.up_number);
+                    x.hosting |= m.hosting;
+                    if m.down_reason > x.down_reason {
+                        x.down_reason.clone_from(&m.down_reason);
+                    }
+                }
+            }
+        }
+        for (k, r) in &o.reachability {
+            let e = self.reachability.entry(*k).or_insert(*r);
+            *e = (*e).max(*r);
+        }
+        self.prune();
+    }
+
+    /// This state merged with `incoming` as received by `me`: the contents merged, and Akka's
+    /// seen-set merge: equal versions union the seen sets; a newer version keeps its own seen
+    /// set; a merged (concurrent) version has been seen by `me` only.
+    pub(super) fn merge(&self, incoming: &GossipState, me: NodeAddr) -> Merged {
+        let mut state = self.clone();
+        state.merge_content(incoming);
+        let same_mine = state.same_content(self);
+        let same_theirs = state.same_content(incoming);
+        state.seen = match (same_mine, same_theirs) {
+            (true, true) => self.seen.union(&incoming.seen).copied().collect(),
+            (true, false) => self.seen.clone(),
+            (false, true) => incoming.seen.clone(),
+            (false, false) => BTreeSet::new(),
+        };
+        state.seen.insert(me);
+        Merged {
+            state,
+            same_mine,
+            same_theirs,
+        }
+    }
+
+    /// Whether [`Self::prune`] would change nothing.
+    pub(super) fn is_pruned(&self) -> bool {
+        self.reachability.keys().all(|(o, s)| {
+            self.status(*o) != Some(MemberStatus::Removed)
+                && self.status(*s) != Some(MemberStatus::Removed)
+        })
+    }
+
+    /// Akka drops the reachability records of removed members.
+    pub(super) fn prune(&mut self) {
+        let removed: BTreeSet<NodeAddr> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.status == MemberStatus::Removed)
+            .map(|(a, _)| *a)
+            .collect();
+        self.reachability
+            .retain(|(o, s), _| !removed.contains(o) && !removed.contains(s));
+    }
+
+    /// The status of `a`, `None` if it is not a member.
+    pub(super) fn status(&self, a: NodeAddr) -> Option<MemberStatus> {
+        self.members.get(&a).map(|m| m.status)
+    }
+
+    /// Whether `a` is a member that is neither Down nor Removed.
+    pub(super) fn is_live(&self, a: NodeAddr) -> bool {
+        self.status(a).is_some_and(|st| st < MemberStatus::Down)
+    }
+
+    /// Whether `observer` has recorded `subject` as unreachable.
+    pub(super) fn observes_unreachable(&self, observer: NodeAddr, subject: NodeAddr) -> bool {
+        self.reachability
+            .get(&(observer, subject))
+            .is_some_and(|r| r.unreachable)
+    }
+
+    /// Members unreachable according to any observer that is not Down or Removed (Akka's
+    /// `reachabilityExcludingDownedObservers`), Removed members excluded.
+    pub(super) fn unreachable(&self) -> BTreeSet<NodeAddr> {
+        self.reachability
+            .iter()
+            .filter(|((o, s), r)| {
+                r.unreachable
+                    && matches!(
+                        self.status(*o),
+                        Some(st) if st < MemberStatus::Down
+                    )
+                    && matches!(self.status(*s), Some(st) if st != MemberStatus::Removed)
+            })
+            .map(|((_, s), _)| *s)
+            .collect()
+    }
+
+    /// [`Self::unreachable`] without the Down members: the unreachable ones a downing
+    /// decision is about.
+    pub(super) fn unreachable_live(&self) -> BTreeSet<NodeAddr> {
+        self.unreachable()
+            .into_iter()
+            .filter(|a| self.is_live(*a))
+            .collect()
+    }
+
+    /// The members that are neither Down nor Removed.
+    pub(super) fn live(&self) -> BTreeSet<NodeAddr> {
+        self.members
+            .iter()
+            .filter(|(_, m)| m.status < MemberStatus::Down)
+            .map(|(a, _)| *a)
+            .collect()
+    }
+
+    /// The members, Removed excluded, sorted by (up-number, node): oldest first, Joining
+    /// members (up-number `u32::MAX`, Akka's `Int.MaxValue`) last.
+    pub(super) fn member_list(&self) -> Vec<Member> {
+        let mut v: Vec<Member> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.status != MemberStatus::Removed)
+            .map(|(a, m)| Member {
+                node: a.node,
+                inc: a.inc,
+                up_number: if m.up_number == 0 {
+                    u32::MAX
+                } else {
+                    m.up_number
+                },
+                status: m.status,
+                hosting: m.hosting,
+            })
+            .collect();
+        v.sort_by_key(|m| (m.up_number, m.node, m.inc));
+        v
+    }
+
+    /// The leader in `me`'s view (Akka `Gossip.leaderOf`).
+    pub(super) fn leader(&self, me: NodeAddr) -> Option<NodeAddr> {
+        let unreachable = self.unreachable();
+        // Akka: candidates are members not Down/Removed that are reachable (or self); the first
+        // by address with status Up or Leaving, else the lowest Joining/Exiting one.
+        let cands: Vec<(NodeAddr, MemberStatus)> = self
+            .members
+            .iter()
+            .filter(|(a, m)| {
+                m.status < MemberStatus::Down && (**a == me || !unreachable.contains(a))
+            })
+            .map(|(a, m)| (*a, m.status))
+            .collect();
+        cands
+            .iter()
+            .find(|(_, s)| matches!(s, MemberStatus::Up | MemberStatus::Leaving))
+            .or_else(|| cands.first())
+            .map(|(a, _)| *a)
+    }
+
+    /// Akka `Gossip.convergence`: every unreachable member is Down or Exiting, and every Up or
+    /// Leaving member has seen the current state.
+    pub(super) fn convergence(&self) -> bool {
+        let unreachable = self.unreachable();
+        self.members.iter().all(|(a, m)| {
+            let ok_reach = !unreachable.contains(a)
+                || matches!(m.status, MemberStatus::Down | MemberStatus::Exiting);
+            let ok_seen = !matches!(m.status, MemberStatus::Up | MemberStatus::Leaving)
+                || self.seen.contains(a);
+            ok_reach && ok_seen
+        })
+    }
+}
