@@ -7,6 +7,7 @@
 //! so it can be partitioned away; a write can succeed while its acknowledgement is lost.
 
 use crate::check::{Checker, Violation};
+use crate::fault::{Fault, TimedFault};
 use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
 use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, NodeAddr};
 use crate::protocol::allocation::LeastShardAllocationStrategy;
@@ -18,7 +19,7 @@ use crate::protocol::{
     Outbox, Output, Role, Timer,
 };
 use crate::rng::{Rng, Stream};
-use crate::scenario::{FaultKind, FaultSpec, Outcome, Scenario};
+use crate::scenario::{Outcome, Scenario};
 use crate::sim::queue::EventQueue;
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
@@ -197,7 +198,7 @@ pub struct World {
     link_cut: Vec<bool>,
     link_epoch: Vec<u32>,
     journal: JournalState,
-    plan: Vec<FaultSpec>,
+    plan: Vec<TimedFault>,
     senders: Vec<Sender>,
     region_cfg: Arc<RegionConfig>,
     extractor: Arc<TabledExtractor>,
@@ -320,20 +321,17 @@ impl World {
             );
         }
         // The fault plan: the scenario's, then the swarm's draw for this seed.
-        let mut plan = w.sc.faults.clone();
-        if w.sc.swarm.enabled {
-            let (extra, profile) = crate::sim::swarm::draw(&w.sc, seed);
-            plan.extend(extra);
+        let plan = crate::sim::swarm::plan(&w.sc, seed);
+        if let Some(profile) = plan.profile {
             w.emit(TraceEvent::SwarmProfile { profile });
         }
-        plan.sort_by_key(|f| f.at_ms);
-        for (i, f) in plan.iter().enumerate() {
+        for (i, f) in plan.faults.iter().enumerate() {
             w.push(
                 Instant(0) + Duration::from_millis(f.at_ms),
                 Ev::Fault { idx: i as u32 },
             );
         }
-        w.plan = plan;
+        w.plan = plan.faults;
         if w.sc.liveness.enabled {
             let t = w.sc.run.duration_ms - w.sc.liveness.quiet_ms;
             w.push(Instant(0) + Duration::from_millis(t), Ev::LivenessPhase);
@@ -1377,100 +1375,75 @@ impl World {
     }
 
     fn on_fault(&mut self, idx: usize) {
-        let f = self.plan[idx].clone();
+        let f = self.plan[idx].fault.clone();
         self.stats.faults += 1;
         let n = self.nodes.len();
-        let detail = fault_detail(&f);
         self.emit(TraceEvent::Fault {
-            fault: format!("{:?}", f.kind),
-            detail,
+            fault: f.kind_name().to_string(),
+            detail: f.detail(),
         });
-        let node = f.node.map(NodeId);
-        match f.kind {
-            FaultKind::Partition => {
-                if let Some([a, b]) = &f.sides {
-                    for x in a {
-                        for y in b {
-                            self.cut(*x as usize, *y as usize);
-                            self.cut(*y as usize, *x as usize);
-                        }
+        match f {
+            Fault::Partition { sides: [a, b] } => {
+                for x in &a {
+                    for y in &b {
+                        self.cut(x.0 as usize, y.0 as usize);
+                        self.cut(y.0 as usize, x.0 as usize);
                     }
                 }
             }
-            FaultKind::Isolate => {
-                if let Some(x) = node {
-                    for y in 0..n {
-                        if y != x.0 as usize {
-                            self.cut(x.0 as usize, y);
-                            self.cut(y, x.0 as usize);
-                        }
+            Fault::Isolate { node: x } => {
+                for y in 0..n {
+                    if y != x.0 as usize {
+                        self.cut(x.0 as usize, y);
+                        self.cut(y, x.0 as usize);
                     }
                 }
             }
-            FaultKind::OneWay => {
-                if let (Some(a), Some(b)) = (f.from, f.to) {
-                    self.cut(a as usize, b as usize);
+            Fault::OneWay { from, to } => self.cut(from.0 as usize, to.0 as usize),
+            Fault::Bridge { a, b: _, c } => {
+                self.cut(a.0 as usize, c.0 as usize);
+                self.cut(c.0 as usize, a.0 as usize);
+            }
+            Fault::Heal => self.heal_nodes(),
+            Fault::Crash { node: x } => self.node_down(x, "crash"),
+            Fault::Restart { node: x } => self.on_join(x),
+            Fault::Pause {
+                node: x,
+                duration_ms: d,
+            } => {
+                if self.nodes[x.0 as usize].up {
+                    let until = self.now.0 + d * 1000;
+                    let n = &mut self.nodes[x.0 as usize];
+                    n.paused_until = n.paused_until.max(until);
+                    let at = Instant(n.paused_until);
+                    self.paused_max = self.paused_max.max(at.0);
+                    self.push(at, Ev::Resume { node: x });
                 }
             }
-            FaultKind::Bridge => {
-                if let Some([a, _, c]) = f.bridge {
-                    self.cut(a as usize, c as usize);
-                    self.cut(c as usize, a as usize);
+            Fault::Down { node: x, by } => {
+                let target = self.addr_of(x);
+                let by = by
+                    .filter(|b| self.nodes[b.0 as usize].up)
+                    .or_else(|| (0..n).find(|i| self.nodes[*i].up).map(|i| NodeId(i as u32)));
+                if let Some(by) = by {
+                    self.handle_membership(by, MInput::DownCommand(target));
                 }
             }
-            FaultKind::Heal => self.heal_nodes(),
-            FaultKind::Crash => {
-                if let Some(x) = node {
-                    self.node_down(x, "crash");
+            Fault::Leave { node: x } => {
+                if self.nodes[x.0 as usize].up {
+                    self.handle_membership(x, MInput::Leave);
                 }
             }
-            FaultKind::Restart => {
-                if let Some(x) = node {
-                    self.on_join(x);
-                }
-            }
-            FaultKind::Pause => {
-                if let (Some(x), Some(d)) = (node, f.duration_ms) {
-                    if self.nodes[x.0 as usize].up {
-                        let until = self.now.0 + d * 1000;
-                        let n = &mut self.nodes[x.0 as usize];
-                        n.paused_until = n.paused_until.max(until);
-                        let at = Instant(n.paused_until);
-                        self.paused_max = self.paused_max.max(at.0);
-                        self.push(at, Ev::Resume { node: x });
-                    }
-                }
-            }
-            FaultKind::Down => {
-                if let Some(x) = node {
-                    let target = self.addr_of(x);
-                    let by = f
-                        .by
-                        .map(NodeId)
-                        .filter(|b| self.nodes[b.0 as usize].up)
-                        .or_else(|| (0..n).find(|i| self.nodes[*i].up).map(|i| NodeId(i as u32)));
-                    if let Some(by) = by {
-                        self.handle_membership(by, MInput::DownCommand(target));
-                    }
-                }
-            }
-            FaultKind::Leave => {
-                if let Some(x) = node {
-                    if self.nodes[x.0 as usize].up {
-                        self.handle_membership(x, MInput::Leave);
-                    }
-                }
-            }
-            FaultKind::JournalUnavailable => self.set_journal_reachable(false),
-            FaultKind::JournalAvailable => {
+            Fault::JournalUnavailable => self.set_journal_reachable(false),
+            Fault::JournalAvailable => {
                 self.set_journal_reachable(true);
                 self.journal.failing = false;
                 self.journal.extra_latency_us = 0;
             }
-            FaultKind::JournalSlow => {
-                self.journal.extra_latency_us = f.extra_latency_ms.unwrap_or(0) * 1000
+            Fault::JournalSlow { extra_latency_ms } => {
+                self.journal.extra_latency_us = extra_latency_ms * 1000
             }
-            FaultKind::JournalFailing => self.journal.failing = true,
+            Fault::JournalFailing => self.journal.failing = true,
         }
     }
 
@@ -1568,32 +1541,6 @@ impl World {
             self.violate(Outcome::Liveness, pending.join("; "));
         }
     }
-}
-
-fn fault_detail(f: &FaultSpec) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = f.node {
-        parts.push(format!("node {n}"));
-    }
-    if let Some([a, b]) = &f.sides {
-        parts.push(format!("sides {a:?} | {b:?}"));
-    }
-    if let (Some(a), Some(b)) = (f.from, f.to) {
-        parts.push(format!("{a} -> {b}"));
-    }
-    if let Some(b) = f.bridge {
-        parts.push(format!("bridge {b:?}"));
-    }
-    if let Some(d) = f.duration_ms {
-        parts.push(format!("{d} ms"));
-    }
-    if let Some(b) = f.by {
-        parts.push(format!("by node {b}"));
-    }
-    if let Some(x) = f.extra_latency_ms {
-        parts.push(format!("+{x} ms"));
-    }
-    parts.join(", ")
 }
 
 #[cfg(test)]
