@@ -13,12 +13,14 @@
 //! Used by `tests/shrink.rs`. Generation uses proptest's own random source (the test runner's);
 //! the simulation of a generated case is, as always, determined by the scenario and the seed.
 
+use crate::fault::{Fault, TimedFault};
+use crate::ids::NodeId;
 use crate::membership::{DowningProvider, MembershipConfig, SbrStrategy};
 use crate::protocol::allocation::LeastShardSettings;
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use crate::scenario::{
-    ClusterSpec, EntitySpec, ExpectSpec, FaultKind, FaultSpec, JournalSpec, LivenessSpec,
-    NetworkSpec, RunSpec, Scenario, SwarmSpec, WorkloadSpec,
+    ClusterSpec, EntitySpec, ExpectSpec, FaultSpec, JournalSpec, LivenessSpec, NetworkSpec,
+    RunSpec, Scenario, SwarmSpec, WorkloadSpec,
 };
 use proptest::prelude::*;
 
@@ -143,15 +145,15 @@ pub fn place(
     start: u64,
     raw: &[(Episode, u32, u32, u64, u64)],
 ) -> (Vec<FaultSpec>, u64) {
-    let mut plan = Vec::new();
+    let mut plan: Vec<TimedFault> = Vec::new();
+    let mut push = |at_ms: u64, fault: Fault| plan.push(TimedFault { at_ms, fault });
     let mut t = start;
     for &(kind, a, b, len, gap) in raw {
         let at = t + gap;
-        let node = a % n;
+        let node = NodeId(a % n);
         let lasts = match kind {
             Episode::Partition | Episode::Isolate | Episode::OneWay => {
-                let mut f = FaultSpec::new(at, FaultKind::Partition);
-                match kind {
+                let fault = match kind {
                     Episode::Partition => {
                         let (mut x, mut y): (Vec<u32>, Vec<u32>) =
                             (0..n).partition(|i| (b >> (i % 32)) & 1 == 1);
@@ -160,49 +162,45 @@ pub fn place(
                         } else if y.is_empty() {
                             y.push(x.pop().unwrap_or(0));
                         }
-                        f.sides = Some([x, y]);
+                        let ids = |v: Vec<u32>| v.into_iter().map(NodeId).collect();
+                        Fault::Partition {
+                            sides: [ids(x), ids(y)],
+                        }
                     }
-                    Episode::Isolate => {
-                        f.kind = FaultKind::Isolate;
-                        f.node = Some(node);
-                    }
-                    _ => {
-                        f.kind = FaultKind::OneWay;
-                        f.from = Some(node);
-                        f.to = Some((node + 1 + b % (n - 1).max(1)) % n);
-                    }
-                }
-                plan.push(f);
-                plan.push(FaultSpec::new(at + len, FaultKind::Heal));
+                    Episode::Isolate => Fault::Isolate { node },
+                    _ => Fault::OneWay {
+                        from: node,
+                        to: NodeId((node.0 + 1 + b % (n - 1).max(1)) % n),
+                    },
+                };
+                push(at, fault);
+                push(at + len, Fault::Heal);
                 len
             }
             Episode::CrashRestart | Episode::CrashDown => {
-                let mut f = FaultSpec::new(at, FaultKind::Crash);
-                f.node = Some(node);
-                plan.push(f);
+                push(at, Fault::Crash { node });
                 if kind == Episode::CrashDown {
-                    let mut d = FaultSpec::new(at + len / 2, FaultKind::Down);
-                    d.node = Some(node);
-                    plan.push(d);
+                    push(at + len / 2, Fault::Down { node, by: None });
                 }
-                let mut r = FaultSpec::new(at + len, FaultKind::Restart);
-                r.node = Some(node);
-                plan.push(r);
+                push(at + len, Fault::Restart { node });
                 len
             }
             Episode::Pause => {
                 let d = len.min(cfg.max_pause_ms).max(1);
-                let mut f = FaultSpec::new(at, FaultKind::Pause);
-                f.node = Some(node);
-                f.duration_ms = Some(d);
-                plan.push(f);
+                push(
+                    at,
+                    Fault::Pause {
+                        node,
+                        duration_ms: d,
+                    },
+                );
                 d
             }
         };
         t = at + lasts + cfg.settle_ms;
     }
     plan.sort_by_key(|f| f.at_ms);
-    (plan, t)
+    (plan.iter().map(FaultSpec::from).collect(), t)
 }
 
 /// Generated schedules for `cfg`.

@@ -10,7 +10,7 @@
 //! - [`check`]: invariants checked after every event (at-most-one, per-sender order, no
 //!   duplicate); the first violation ends the schedule.
 //! - [`trace`]: the JSON Lines trace, complete enough to re-check every invariant from the file.
-//! - [`scenario`]: TOML scenario files.
+//! - [`scenario`]: TOML scenario files; [`fault`]: the typed faults their fault plans become.
 //!
 //! Same scenario, same seed, same binary: byte-identical trace.
 
@@ -19,6 +19,7 @@
 pub mod bare;
 pub mod campaign;
 pub mod check;
+pub mod fault;
 pub mod gen;
 pub mod ids;
 pub mod membership;

@@ -1,6 +1,7 @@
 //! Scenario files: TOML, documented in `sim-scenarios/README.md`. An error names the file, the
 //! line and the field.
 
+use crate::fault::{FaultError, TimedFault};
 use crate::membership::MembershipConfig;
 use crate::protocol::settings::{ProtocolOptions, Settings};
 use serde::{Deserialize, Serialize};
@@ -90,7 +91,8 @@ pub enum FaultKind {
     JournalFailing,
 }
 
-/// One planned fault. Which fields are needed depends on `kind`.
+/// One planned fault, as the file writes it. Which fields are needed depends on `kind`, and no
+/// other may be set; [`crate::fault::TimedFault::try_from`] turns it into a typed fault.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct FaultSpec {
@@ -543,71 +545,10 @@ impl Scenario {
             );
         }
         let n = self.cluster.nodes;
-        let node_ok = |x: Option<u32>| x.is_some_and(|v| v < n);
         for (i, f) in self.faults.iter().enumerate() {
-            let field = |k: &str| format!("faults[{i}].{k}");
-            let need_node = matches!(
-                f.kind,
-                FaultKind::Isolate
-                    | FaultKind::Crash
-                    | FaultKind::Restart
-                    | FaultKind::Pause
-                    | FaultKind::Down
-                    | FaultKind::Leave
-            );
-            if need_node && !node_ok(f.node) {
-                return Err((
-                    field("node"),
-                    format!("{:?} needs `node` in 0..{n}", f.kind),
-                ));
-            }
-            if let Some(b) = f.by {
-                if b >= n {
-                    return Err((field("by"), format!("node {b} does not exist")));
-                }
-            }
-            match f.kind {
-                FaultKind::Partition => match &f.sides {
-                    Some([a, b]) if !a.is_empty() && !b.is_empty() => {
-                        if a.iter().chain(b.iter()).any(|x| *x >= n) {
-                            return Err((field("sides"), format!("nodes must be in 0..{n}")));
-                        }
-                        if a.iter().any(|x| b.contains(x)) {
-                            return Err((field("sides"), "a node is on both sides".into()));
-                        }
-                    }
-                    _ => {
-                        return Err((field("sides"), "partition needs two non-empty sides".into()))
-                    }
-                },
-                FaultKind::OneWay if !node_ok(f.from) || !node_ok(f.to) || f.from == f.to => {
-                    return Err((
-                        field("from"),
-                        "one-way needs distinct `from` and `to` nodes".into(),
-                    ));
-                }
-                FaultKind::Bridge => match f.bridge {
-                    Some([a, b, c]) if a < n && b < n && c < n && a != b && b != c && a != c => {}
-                    _ => {
-                        return Err((
-                            field("bridge"),
-                            "bridge needs three distinct nodes [a, b, c]".into(),
-                        ))
-                    }
-                },
-                FaultKind::Pause if f.duration_ms.unwrap_or(0) == 0 => {
-                    return Err((
-                        field("duration-ms"),
-                        "pause needs a positive duration-ms".into(),
-                    ));
-                }
-                FaultKind::JournalSlow if f.extra_latency_ms.unwrap_or(0) == 0 => {
-                    return Err((
-                        field("extra-latency-ms"),
-                        "journal-slow needs extra-latency-ms".into(),
-                    ));
-                }
-                _ => {}
+            let problem = TimedFault::try_from(f).and_then(|t| t.fault.check(n));
+            if let Err(e) = problem {
+                return Err(fault_error(i, f, n, e));
             }
         }
         Ok(())
@@ -637,6 +578,45 @@ impl Scenario {
             .get(node as usize)
             .copied()
             .unwrap_or(0)
+    }
+}
+
+/// The (dotted field, message) of fault `i` of the plan, `f`, that does not make a fault or does
+/// not fit a cluster of `n` nodes.
+fn fault_error(i: usize, f: &FaultSpec, n: u32, e: FaultError) -> (String, String) {
+    let field = |k: &str| format!("faults[{i}].{k}");
+    match (e.field(), e) {
+        (_, FaultError::Extra(x)) => (field(x), format!("{:?} takes no `{x}`", f.kind)),
+        ("node", _) => (
+            field("node"),
+            format!("{:?} needs `node` in 0..{n}", f.kind),
+        ),
+        ("by", _) => (
+            field("by"),
+            format!("node {} does not exist", f.by.unwrap_or_default()),
+        ),
+        ("sides", FaultError::NoSuchNode(_)) => {
+            (field("sides"), format!("nodes must be in 0..{n}"))
+        }
+        ("sides", FaultError::NotDistinct(_)) => (field("sides"), "a node is on both sides".into()),
+        ("sides", _) => (field("sides"), "partition needs two non-empty sides".into()),
+        ("from" | "to", _) => (
+            field("from"),
+            "one-way needs distinct `from` and `to` nodes".into(),
+        ),
+        ("bridge", _) => (
+            field("bridge"),
+            "bridge needs three distinct nodes [a, b, c]".into(),
+        ),
+        ("duration-ms", _) => (
+            field("duration-ms"),
+            "pause needs a positive duration-ms".into(),
+        ),
+        ("extra-latency-ms", _) => (
+            field("extra-latency-ms"),
+            "journal-slow needs extra-latency-ms".into(),
+        ),
+        (x, e) => (field(x), e.to_string()),
     }
 }
 
@@ -778,5 +758,75 @@ mod tests {
                 .starts_with("x.toml:6: field `entities.shards`"),
             "{e}"
         );
+    }
+
+    fn fault_err(faults: &str) -> ScenarioError {
+        parse(&format!("name = \"a\"\n[cluster]\nnodes = 3\n{faults}")).unwrap_err()
+    }
+
+    #[test]
+    fn fault_errors_name_the_field() {
+        let cases = [
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"crash\"\n",
+                "faults[0].node",
+                "Crash needs `node` in 0..3",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"pause\"\nnode = 3\nduration-ms = 5\n",
+                "faults[0].node",
+                "Pause needs `node` in 0..3",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"down\"\nnode = 0\nby = 7\n",
+                "faults[0].by",
+                "node 7 does not exist",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"partition\"\nsides = [[0], []]\n",
+                "faults[0].sides",
+                "partition needs two non-empty sides",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"partition\"\nsides = [[0], [3]]\n",
+                "faults[0].sides",
+                "nodes must be in 0..3",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"partition\"\nsides = [[0, 1], [1]]\n",
+                "faults[0].sides",
+                "a node is on both sides",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"one-way\"\nfrom = 1\n",
+                "faults[0].from",
+                "one-way needs distinct `from` and `to` nodes",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"bridge\"\nbridge = [0, 1, 1]\n",
+                "faults[0].bridge",
+                "bridge needs three distinct nodes [a, b, c]",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"pause\"\nnode = 1\n",
+                "faults[0].duration-ms",
+                "pause needs a positive duration-ms",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"journal-slow\"\n",
+                "faults[0].extra-latency-ms",
+                "journal-slow needs extra-latency-ms",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"heal\"\n\n[[faults]]\nat-ms = 2\nkind = \"heal\"\nnode = 1\n",
+                "faults[1].node",
+                "Heal takes no `node`",
+            ),
+        ];
+        for (text, field, message) in cases {
+            let e = fault_err(text);
+            assert_eq!(e.field.as_deref(), Some(field), "{e}");
+            assert_eq!(e.message, message, "{e}");
+        }
     }
 }

@@ -9,8 +9,8 @@
 //!
 //! The steps:
 //!
-//! 1. **Materialise** the swarm draw ([`crate::sim::swarm::draw`]) into the explicit `faults`
-//!    list, ordered as the world orders its plan, and turn the swarm off. The plan is then
+//! 1. **Materialise** the fault plan ([`crate::sim::swarm::plan`], the world's) into the explicit
+//!    `faults` list, and turn the swarm off. The plan is then
 //!    explicit, and this is checked: the materialised scenario must fail exactly as the
 //!    original (same invariant, same simulated time).
 //! 2. **Reduce**, in rounds until nothing changes (a fixed point) or the replay budget
@@ -40,7 +40,9 @@
 //! result, since the replays are deterministic and the reducer is sequential.
 
 use crate::campaign::{self, Failure, FailureKind};
-use crate::scenario::{FaultKind, Outcome, Scenario, SwarmSpec};
+use crate::fault::{Fault, TimedFault};
+use crate::ids::NodeId;
+use crate::scenario::{FaultSpec, Outcome, Scenario, SwarmSpec};
 use crate::trace::TraceMode;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -214,15 +216,12 @@ fn replay(sc: &Scenario, seed: u64) -> (Option<Failure>, u64, u64) {
     (f, r.end.0, r.stats.sends)
 }
 
-/// The scenario with the swarm draw of `seed` written into `faults` (ordered by time, stably,
-/// as the world orders its plan) and the swarm off.
+/// The scenario with the fault plan the world runs with `seed` (its explicit faults and the
+/// swarm's draw, ordered by time, stably) written into `faults`, and the swarm off.
 pub fn materialise(sc: &Scenario, seed: u64) -> Scenario {
     let mut out = sc.clone();
-    if sc.swarm.enabled {
-        let (drawn, _) = crate::sim::swarm::draw(sc, seed);
-        out.faults.extend(drawn);
-    }
-    out.faults.sort_by_key(|f| f.at_ms);
+    let plan = crate::sim::swarm::plan(sc, seed);
+    out.faults = plan.faults.iter().map(FaultSpec::from).collect();
     out.swarm = SwarmSpec::default();
     out
 }
@@ -587,29 +586,43 @@ impl Reducer {
             if self.exhausted {
                 break;
             }
-            let f = self.best.faults[i].clone();
-            match f.kind {
-                FaultKind::Pause => {
-                    let cur = f.duration_ms.unwrap_or(1);
-                    self.min_value(1, cur, |s, x| {
+            let Ok(TimedFault { at_ms, fault }) = TimedFault::try_from(&self.best.faults[i]) else {
+                continue;
+            };
+            match fault {
+                Fault::Pause { node, duration_ms } => {
+                    self.min_value(1, duration_ms, |s, x| {
                         let mut c = s.clone();
-                        c.faults[i].duration_ms = Some(x);
+                        let fault = Fault::Pause {
+                            node,
+                            duration_ms: x,
+                        };
+                        c.faults[i] = FaultSpec::from(&TimedFault { at_ms, fault });
                         c
                     });
                 }
-                FaultKind::Heal | FaultKind::Restart | FaultKind::JournalAvailable => {
+                Fault::Heal | Fault::Restart { .. } | Fault::JournalAvailable => {
                     let lo = if i == 0 {
                         0
                     } else {
                         self.best.faults[i - 1].at_ms
                     };
-                    self.min_value(lo, f.at_ms, |s, x| {
+                    self.min_value(lo, at_ms, |s, x| {
                         let mut c = s.clone();
                         c.faults[i].at_ms = x;
                         c
                     });
                 }
-                _ => {}
+                Fault::Partition { .. }
+                | Fault::Isolate { .. }
+                | Fault::OneWay { .. }
+                | Fault::Bridge { .. }
+                | Fault::Crash { .. }
+                | Fault::Down { .. }
+                | Fault::Leave { .. }
+                | Fault::JournalUnavailable
+                | Fault::JournalSlow { .. }
+                | Fault::JournalFailing => {}
             }
         }
         let changed = b
@@ -642,32 +655,23 @@ impl Reducer {
 }
 
 /// `sc` without node `k`: the nodes above it are renumbered one down; `None` if a fault names
-/// it (other than on a partition side that stays non-empty without it).
+/// it (other than on a partition side that stays non-empty without it; see
+/// [`Fault::renumber_without`]).
 fn without_node(sc: &Scenario, k: u32) -> Option<Scenario> {
     let map = |x: u32| if x > k { x - 1 } else { x };
     let mut c = sc.clone();
-    for f in &mut c.faults {
-        if [f.node, f.from, f.to, f.by].contains(&Some(k))
-            || f.bridge.is_some_and(|b| b.contains(&k))
-        {
-            return None;
-        }
-        if let Some(sides) = &mut f.sides {
-            for side in sides.iter_mut() {
-                side.retain(|x| *x != k);
-                if side.is_empty() {
-                    return None;
-                }
-                side.iter_mut().for_each(|x| *x = map(*x));
-            }
-        }
-        for x in [&mut f.node, &mut f.from, &mut f.to, &mut f.by] {
-            *x = x.map(map);
-        }
-        if let Some(b) = &mut f.bridge {
-            b.iter_mut().for_each(|x| *x = map(*x));
-        }
-    }
+    c.faults = sc
+        .faults
+        .iter()
+        .map(|f| {
+            let t = TimedFault::try_from(f).ok()?;
+            let fault = t.fault.renumber_without(NodeId(k))?;
+            Some(FaultSpec::from(&TimedFault {
+                at_ms: t.at_ms,
+                fault,
+            }))
+        })
+        .collect::<Option<Vec<_>>>()?;
     c.cluster.nodes -= 1;
     if (k as usize) < c.cluster.join_at_ms.len() {
         c.cluster.join_at_ms.remove(k as usize);

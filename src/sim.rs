@@ -24,7 +24,8 @@ use crate::protocol::region::RegionConfig;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, Envelope, MemberStatus, Msg, Observation, Role,
 };
-use crate::scenario::{FaultSpec, Outcome, Scenario};
+use crate::fault::TimedFault;
+use crate::scenario::{Outcome, Scenario};
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
 use journal::Journal;
@@ -159,7 +160,7 @@ pub struct World {
     net: Net,
     journal: Journal,
     workload: Workload,
-    plan: Vec<FaultSpec>,
+    plan: Vec<TimedFault>,
     node_cfg: Arc<NodeConfig>,
     extractor: Arc<TabledExtractor>,
     checker: Checker,
@@ -239,20 +240,17 @@ impl World {
             );
         }
         // The fault plan: the scenario's, then the swarm's draw for this seed.
-        let mut plan = w.sc.faults.clone();
-        if w.sc.swarm.enabled {
-            let (extra, profile) = swarm::draw(&w.sc, seed);
-            plan.extend(extra);
+        let plan = swarm::plan(&w.sc, seed);
+        if let Some(profile) = plan.profile {
             w.emit(TraceEvent::SwarmProfile { profile });
         }
-        plan.sort_by_key(|f| f.at_ms);
-        for (i, f) in plan.iter().enumerate() {
+        for (i, f) in plan.faults.iter().enumerate() {
             w.push(
                 Instant(0) + Duration::from_millis(f.at_ms),
                 Ev::Fault { idx: i as u32 },
             );
         }
-        w.plan = plan;
+        w.plan = plan.faults;
         if w.sc.liveness.enabled {
             let t = w.sc.run.duration_ms - w.sc.liveness.quiet_ms;
             w.push(Instant(0) + Duration::from_millis(t), Ev::LivenessPhase);

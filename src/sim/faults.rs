@@ -3,7 +3,7 @@
 use super::{Ev, World};
 use crate::ids::NodeId;
 use crate::node::NodeInput;
-use crate::scenario::{FaultKind, FaultSpec};
+use crate::fault::Fault;
 use crate::time::Instant;
 use crate::trace::TraceEvent;
 
@@ -15,122 +15,67 @@ impl World {
     }
 
     pub(super) fn on_fault(&mut self, idx: usize) {
-        let f = self.plan[idx].clone();
+        let f = self.plan[idx].fault.clone();
         self.stats.faults += 1;
         let n = self.slots.len();
-        let detail = fault_detail(&f);
         self.emit(TraceEvent::Fault {
-            fault: format!("{:?}", f.kind),
-            detail,
+            fault: f.kind_name().to_string(),
+            detail: f.detail(),
         });
-        let node = f.node.map(NodeId);
-        match f.kind {
-            FaultKind::Partition => {
-                if let Some([a, b]) = &f.sides {
-                    for x in a {
-                        for y in b {
-                            self.net.cut(*x as usize, *y as usize);
-                            self.net.cut(*y as usize, *x as usize);
-                        }
+        match f {
+            Fault::Partition { sides: [a, b] } => {
+                for x in &a {
+                    for y in &b {
+                        self.net.cut(x.0 as usize, y.0 as usize);
+                        self.net.cut(y.0 as usize, x.0 as usize);
                     }
                 }
             }
-            FaultKind::Isolate => {
-                if let Some(x) = node {
-                    for y in 0..n {
-                        if y != x.0 as usize {
-                            self.net.cut(x.0 as usize, y);
-                            self.net.cut(y, x.0 as usize);
-                        }
+            Fault::Isolate { node: x } => {
+                for y in 0..n {
+                    if y != x.0 as usize {
+                        self.net.cut(x.0 as usize, y);
+                        self.net.cut(y, x.0 as usize);
                     }
                 }
             }
-            FaultKind::OneWay => {
-                if let (Some(a), Some(b)) = (f.from, f.to) {
-                    self.net.cut(a as usize, b as usize);
+            Fault::OneWay { from, to } => self.net.cut(from.0 as usize, to.0 as usize),
+            Fault::Bridge { a, b: _, c } => {
+                self.net.cut(a.0 as usize, c.0 as usize);
+                self.net.cut(c.0 as usize, a.0 as usize);
+            }
+            Fault::Heal => self.net.heal_nodes(),
+            Fault::Crash { node } => self.node_down(node, "crash"),
+            Fault::Restart { node } => self.on_join(node),
+            Fault::Pause { node, duration_ms } => {
+                if self.is_up(node) {
+                    let until = self.now.0 + duration_ms * 1000;
+                    let s = &mut self.slots[node.0 as usize];
+                    s.paused_until = s.paused_until.max(until);
+                    let at = Instant(s.paused_until);
+                    self.paused_max = self.paused_max.max(at.0);
+                    self.push(at, Ev::Resume { node });
                 }
             }
-            FaultKind::Bridge => {
-                if let Some([a, _, c]) = f.bridge {
-                    self.net.cut(a as usize, c as usize);
-                    self.net.cut(c as usize, a as usize);
+            Fault::Down { node, by } => {
+                let target = self.addr_of(node);
+                let by = by
+                    .filter(|b| self.is_up(*b))
+                    .or_else(|| (0..n as u32).map(NodeId).find(|i| self.is_up(*i)));
+                if let Some(by) = by {
+                    self.with_node(by, NodeInput::Down(target));
                 }
             }
-            FaultKind::Heal => self.net.heal_nodes(),
-            FaultKind::Crash => {
-                if let Some(x) = node {
-                    self.node_down(x, "crash");
-                }
-            }
-            FaultKind::Restart => {
-                if let Some(x) = node {
-                    self.on_join(x);
-                }
-            }
-            FaultKind::Pause => {
-                if let (Some(x), Some(d)) = (node, f.duration_ms) {
-                    if self.is_up(x) {
-                        let until = self.now.0 + d * 1000;
-                        let s = &mut self.slots[x.0 as usize];
-                        s.paused_until = s.paused_until.max(until);
-                        let at = Instant(s.paused_until);
-                        self.paused_max = self.paused_max.max(at.0);
-                        self.push(at, Ev::Resume { node: x });
-                    }
-                }
-            }
-            FaultKind::Down => {
-                if let Some(x) = node {
-                    let target = self.addr_of(x);
-                    let by =
-                        f.by.map(NodeId)
-                            .filter(|b| self.is_up(*b))
-                            .or_else(|| (0..n as u32).map(NodeId).find(|i| self.is_up(*i)));
-                    if let Some(by) = by {
-                        self.with_node(by, NodeInput::Down(target));
-                    }
-                }
-            }
-            FaultKind::Leave => {
-                if let Some(x) = node {
-                    self.with_node(x, NodeInput::Leave);
-                }
-            }
-            FaultKind::JournalUnavailable => self.set_journal_reachable(false),
-            FaultKind::JournalAvailable => {
+            Fault::Leave { node } => self.with_node(node, NodeInput::Leave),
+            Fault::JournalUnavailable => self.set_journal_reachable(false),
+            Fault::JournalAvailable => {
                 self.set_journal_reachable(true);
                 self.journal.heal();
             }
-            FaultKind::JournalSlow => {
-                self.journal.extra_latency_us = f.extra_latency_ms.unwrap_or(0) * 1000
+            Fault::JournalSlow { extra_latency_ms } => {
+                self.journal.extra_latency_us = extra_latency_ms * 1000
             }
-            FaultKind::JournalFailing => self.journal.failing = true,
+            Fault::JournalFailing => self.journal.failing = true,
         }
     }
-}
-
-fn fault_detail(f: &FaultSpec) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = f.node {
-        parts.push(format!("node {n}"));
-    }
-    if let Some([a, b]) = &f.sides {
-        parts.push(format!("sides {a:?} | {b:?}"));
-    }
-    if let (Some(a), Some(b)) = (f.from, f.to) {
-        parts.push(format!("{a} -> {b}"));
-    }
-    if let Some(b) = f.bridge {
-        parts.push(format!("bridge {b:?}"));
-    }
-    if let Some(d) = f.duration_ms {
-        parts.push(format!("{d} ms"));
-    }
-    if let Some(b) = f.by {
-        parts.push(format!("by node {b}"));
-    }
-    if let Some(x) = f.extra_latency_ms {
-        parts.push(format!("+{x} ms"));
-    }
-    parts.join(", ")
 }

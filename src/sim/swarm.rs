@@ -1,11 +1,48 @@
 //! Swarm testing (TigerBeetle's VOPR): each seed draws which fault kinds are on and how many
 //! of each, and the fault plan follows from the draw. The profile is recorded in the trace.
 
+use crate::fault::{Fault, TimedFault};
+use crate::ids::NodeId;
 use crate::rng::{Rng, Stream};
-use crate::scenario::{FaultKind, FaultSpec, Scenario};
+use crate::scenario::{FaultKind, Scenario};
+
+/// The fault plan of one schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The faults, ordered by time; at equal times the scenario's explicit faults come first
+    /// (in file order), then the swarm's (in draw order).
+    pub faults: Vec<TimedFault>,
+    /// The drawn swarm profile, if the swarm is on.
+    pub profile: Option<String>,
+}
+
+/// The fault plan of `sc` run with `seed`: its explicit faults, then the swarm's draw for the
+/// seed, sorted stably by time. This is the plan the world runs and the one the shrinker
+/// materialises.
+///
+/// An explicit fault that [`Scenario::validate`] would reject (not a fault of its kind, or
+/// naming a node the cluster does not have) is left out: only a scenario that skipped
+/// validation has one.
+pub fn plan(sc: &Scenario, seed: u64) -> Plan {
+    let mut faults: Vec<TimedFault> = sc
+        .faults
+        .iter()
+        .filter_map(|f| TimedFault::try_from(f).ok())
+        .filter(|t| t.fault.check(sc.cluster.nodes).is_ok())
+        .collect();
+    let profile = if sc.swarm.enabled {
+        let (drawn, profile) = draw(sc, seed);
+        faults.extend(drawn);
+        Some(profile)
+    } else {
+        None
+    };
+    faults.sort_by_key(|f| f.at_ms);
+    Plan { faults, profile }
+}
 
 /// The faults of one seed, and a one-line description of the drawn profile.
-pub fn draw(sc: &Scenario, seed: u64) -> (Vec<FaultSpec>, String) {
+pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
     let mut rng = Rng::fork(seed, Stream::Faults);
     let n = u64::from(sc.cluster.nodes);
     let sw = &sc.swarm;
@@ -63,24 +100,25 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<FaultSpec>, String) {
             break;
         }
         let node = rng.range(0, n - 1) as u32;
-        let mut f = FaultSpec::new(at, kind);
-        // How long the fault lasts before its heal.
-        let mut lasts = 0;
-        let heal = |plan: &mut Vec<FaultSpec>, k: FaultKind, d: u64, node: Option<u32>| {
-            let mut h = FaultSpec::new((at + d).min(end), k);
-            h.node = node;
-            plan.push(h);
+        let x = NodeId(node);
+        // The fault after its heal (pushed first: at equal times the heal fires first), and how
+        // long the fault lasts before that heal.
+        let heal = |plan: &mut Vec<TimedFault>, fault: Fault, d: u64| {
+            plan.push(TimedFault {
+                at_ms: (at + d).min(end),
+                fault,
+            });
             d
         };
-        match kind {
+        let (fault, lasts) = match kind {
             FaultKind::Partition if n >= 2 => {
                 let mut a = Vec::new();
                 let mut b = Vec::new();
                 for i in 0..n as u32 {
                     if rng.chance(0.5) {
-                        a.push(i)
+                        a.push(NodeId(i))
                     } else {
-                        b.push(i)
+                        b.push(NodeId(i))
                     }
                 }
                 if a.is_empty() {
@@ -88,54 +126,70 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<FaultSpec>, String) {
                 } else if b.is_empty() {
                     b.push(a.remove(0));
                 }
-                f.sides = Some([a, b]);
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::Heal, d, None);
+                let lasts = heal(&mut plan, Fault::Heal, d);
+                (Fault::Partition { sides: [a, b] }, lasts)
             }
             FaultKind::Isolate => {
-                f.node = Some(node);
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::Heal, d, None);
+                (Fault::Isolate { node: x }, heal(&mut plan, Fault::Heal, d))
             }
             FaultKind::OneWay if n >= 2 => {
-                let to = (node + 1 + rng.range(0, n - 2) as u32) % n as u32;
-                f.from = Some(node);
-                f.to = Some(to);
+                let to = NodeId((node + 1 + rng.range(0, n - 2) as u32) % n as u32);
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::Heal, d, None);
+                let lasts = heal(&mut plan, Fault::Heal, d);
+                (Fault::OneWay { from: x, to }, lasts)
             }
             FaultKind::Bridge if n >= 3 => {
                 let a = node;
-                let b = (a + 1) % n as u32;
-                let c = (a + 2) % n as u32;
-                f.bridge = Some([a, b, c]);
+                let b = NodeId((a + 1) % n as u32);
+                let c = NodeId((a + 2) % n as u32);
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::Heal, d, None);
+                let lasts = heal(&mut plan, Fault::Heal, d);
+                (Fault::Bridge { a: x, b, c }, lasts)
             }
             FaultKind::Crash => {
-                f.node = Some(node);
                 let d = rng.range(1000, sw.max_down_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::Restart, d, Some(node));
+                let lasts = heal(&mut plan, Fault::Restart { node: x }, d);
+                (Fault::Crash { node: x }, lasts)
             }
             FaultKind::Pause => {
-                f.node = Some(node);
                 let d = rng.range(100, sw.max_pause_ms.max(100));
-                f.duration_ms = Some(d);
-                lasts = d;
+                (
+                    Fault::Pause {
+                        node: x,
+                        duration_ms: d,
+                    },
+                    d,
+                )
             }
-            FaultKind::Down | FaultKind::Leave | FaultKind::Restart => f.node = Some(node),
-            FaultKind::JournalUnavailable | FaultKind::JournalFailing => {
+            FaultKind::Down => (Fault::Down { node: x, by: None }, 0),
+            FaultKind::Leave => (Fault::Leave { node: x }, 0),
+            FaultKind::Restart => (Fault::Restart { node: x }, 0),
+            FaultKind::JournalUnavailable => {
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::JournalAvailable, d, None);
+                let lasts = heal(&mut plan, Fault::JournalAvailable, d);
+                (Fault::JournalUnavailable, lasts)
+            }
+            FaultKind::JournalFailing => {
+                let d = rng.range(1000, sw.max_partition_ms.max(1000));
+                let lasts = heal(&mut plan, Fault::JournalAvailable, d);
+                (Fault::JournalFailing, lasts)
             }
             FaultKind::JournalSlow => {
-                f.extra_latency_ms = Some(rng.range(50, 2000));
+                let extra_latency_ms = rng.range(50, 2000);
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
-                lasts = heal(&mut plan, FaultKind::JournalAvailable, d, None);
+                let lasts = heal(&mut plan, Fault::JournalAvailable, d);
+                (Fault::JournalSlow { extra_latency_ms }, lasts)
             }
-            _ => continue,
-        }
-        plan.push(f);
+            // Too few nodes for the cut, or a kind that only ends another fault: nothing drawn.
+            FaultKind::Partition
+            | FaultKind::OneWay
+            | FaultKind::Bridge
+            | FaultKind::Heal
+            | FaultKind::JournalAvailable => continue,
+        };
+        plan.push(TimedFault { at_ms: at, fault });
         cursor = at + lasts + settle;
     }
     let profile = if profile.is_empty() {
@@ -144,4 +198,36 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<FaultSpec>, String) {
         profile.join(" ")
     };
     (plan, profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::FaultSpec;
+
+    #[test]
+    fn plan_puts_explicit_faults_first_and_materialises_to_itself() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/faults/swarm-auto-down.toml");
+        let mut sc = Scenario::load(&path).unwrap();
+        for seed in 0..20 {
+            let p = plan(&sc, seed);
+            assert!(p.profile.is_some());
+            assert!(p.faults.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+            // An explicit fault at the time of the first drawn one fires before it.
+            let Some(first) = p.faults.first().cloned() else {
+                continue;
+            };
+            sc.faults = vec![FaultSpec::new(first.at_ms, FaultKind::JournalFailing)];
+            let q = plan(&sc, seed);
+            assert_eq!(q.faults[0].fault, Fault::JournalFailing);
+            assert_eq!(q.faults[1..], p.faults[..]);
+            // The shrinker's materialised scenario runs the same plan, swarm off.
+            let m = crate::shrink::materialise(&sc, seed);
+            let r = plan(&m, seed);
+            assert_eq!(r.profile, None);
+            assert_eq!(r.faults, q.faults);
+            sc.faults.clear();
+        }
+    }
 }
