@@ -734,3 +734,178 @@ impl Node {
         self.me.inc
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::entity::{HashExtractor, RecordingFactory, TabledExtractor};
+    use crate::protocol::settings::{ProtocolOptions, Settings};
+    use std::collections::BTreeMap;
+
+    /// One node alone, driven by a host of twenty lines: timers fire in time order, messages to
+    /// itself arrive at once, journal writes are acknowledged after 1 ms.
+    fn run_alone(sends: &[Envelope], until_ms: u64) -> Vec<(Instant, NodeOutput)> {
+        let cfg = Arc::new(NodeConfig {
+            region: Arc::new(RegionConfig {
+                settings: Settings::default(),
+                options: ProtocolOptions::default(),
+                extractor: Arc::new(TabledExtractor::new(HashExtractor { shards: 10 }, 100)),
+                factory: Arc::new(RecordingFactory),
+            }),
+            membership: MembershipConfig::default(),
+            entities: 100,
+        });
+        let me = NodeAddr {
+            node: NodeId(0),
+            inc: NodeInc(1),
+        };
+        let mut node = Node::new(me, true, cfg);
+        let (mut journal, mut next_inc, mut seen) = (Vec::new(), 1, Vec::new());
+        let mut queue: BTreeMap<(u64, usize), NodeInput> = BTreeMap::new();
+        queue.insert((0, 0), NodeInput::Start { seeds: vec![] });
+        for (i, env) in sends.iter().enumerate() {
+            queue.insert((5_000_000 + i as u64 * 1000, 1 + i), NodeInput::Request(*env));
+        }
+        let mut seq = queue.len();
+        while let Some(((t, _), input)) = queue.pop_first() {
+            if t > until_ms * 1000 {
+                break;
+            }
+            let now = Instant(t);
+            let mut host = Collect {
+                out: Vec::new(),
+                journal: Some(&journal),
+                next_incarnation: &mut next_inc,
+            };
+            node.handle(now, input, &mut host);
+            for o in host.out {
+                seq += 1;
+                let next = match &o {
+                    NodeOutput::SetTimer { timer, after, gen } => Some((
+                        t + after.0,
+                        match timer {
+                            NodeTimer::JoinCheck => NodeInput::JoinCheck {
+                                members: vec![],
+                                first_live: Some(me),
+                            },
+                            _ => NodeInput::Timer {
+                                timer: *timer,
+                                gen: *gen,
+                            },
+                        },
+                    )),
+                    NodeOutput::Send { from, to, msg } if to.node == me.node => Some((
+                        t,
+                        NodeInput::Deliver {
+                            from: Addr {
+                                node: me.node,
+                                inc: me.inc,
+                                role: *from,
+                            },
+                            role: to.role,
+                            msg: msg.clone(),
+                        },
+                    )),
+                    NodeOutput::Persist { gen, event } => {
+                        journal.push(*event);
+                        Some((t + 1000, NodeInput::Persisted { gen: *gen }))
+                    }
+                    _ => None,
+                };
+                if let Some((at, input)) = next {
+                    queue.insert((at, seq), input);
+                }
+                seen.push((now, o));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn a_lone_node_runs_the_coordinator_and_delivers_in_order() {
+        let sends: Vec<Envelope> = (1..=3)
+            .map(|seq| Envelope {
+                sender: crate::ids::SenderId(0),
+                entity: EntityId(7),
+                seq,
+            })
+            .collect();
+        let seen = run_alone(&sends, 10_000);
+        assert!(
+            seen.iter()
+                .any(|(_, o)| matches!(o, NodeOutput::CoordinatorStarted { replayed: 0 })),
+            "the oldest (only) member runs the coordinator"
+        );
+        let delivered: Vec<(u64, u64)> = seen
+            .iter()
+            .filter_map(|(_, o)| match o {
+                NodeOutput::Observe {
+                    obs: Observation::Delivered(env),
+                    incarnation,
+                } => Some((env.seq, *incarnation)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(delivered, vec![(1, 1), (2, 1), (3, 1)]);
+    }
+
+    #[test]
+    fn a_stopped_node_drops_its_buffer_and_ignores_everything_after() {
+        let cfg_sends = [Envelope {
+            sender: crate::ids::SenderId(0),
+            entity: EntityId(1),
+            seq: 1,
+        }];
+        // Before the node is a member, a request buffers (no coordinator yet).
+        let seen = run_alone(&cfg_sends, 1);
+        assert!(!seen
+            .iter()
+            .any(|(_, o)| matches!(o, NodeOutput::Observe { .. })));
+        let cfg = Arc::new(NodeConfig {
+            region: Arc::new(RegionConfig {
+                settings: Settings::default(),
+                options: ProtocolOptions::default(),
+                extractor: Arc::new(TabledExtractor::new(HashExtractor { shards: 10 }, 100)),
+                factory: Arc::new(RecordingFactory),
+            }),
+            membership: MembershipConfig::default(),
+            entities: 100,
+        });
+        let me = NodeAddr {
+            node: NodeId(0),
+            inc: NodeInc(1),
+        };
+        let mut node = Node::new(me, true, cfg);
+        let mut next = 1;
+        let mut host = Collect {
+            out: Vec::new(),
+            journal: None,
+            next_incarnation: &mut next,
+        };
+        node.handle(Instant(0), NodeInput::Request(cfg_sends[0]), &mut host);
+        node.handle(
+            Instant(1),
+            NodeInput::Stop {
+                reason: "crash".into(),
+            },
+            &mut host,
+        );
+        let n = host.out.len();
+        assert!(matches!(
+            &host.out[n - 2..],
+            [
+                NodeOutput::Observe {
+                    obs: Observation::Dropped {
+                        reason: DropReason::NodeDown,
+                        ..
+                    },
+                    ..
+                },
+                NodeOutput::Shutdown { .. }
+            ]
+        ));
+        node.handle(Instant(2), NodeInput::Request(cfg_sends[0]), &mut host);
+        assert_eq!(host.out.len(), n, "a stopped node emits nothing");
+        assert!(node.is_stopped() && !node.has_role(Role::Region));
+    }
+}
