@@ -18,7 +18,7 @@ use crate::protocol::{
     Outbox, Output, Role, Timer,
 };
 use crate::rng::{Rng, Stream};
-use crate::scenario::{FaultKind, FaultSpec, Outcome, Scenario};
+use crate::scenario::{FaultKind, FaultSpec, Scenario};
 use crate::sim::queue::EventQueue;
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
@@ -170,8 +170,6 @@ struct JournalState {
     available: bool,
     failing: bool,
     extra_latency_us: u64,
-    /// (node, incarnation, coordinator generation) of the last writer.
-    last_writer: Option<(NodeId, NodeInc, u32)>,
 }
 
 /// One simulated cluster running one schedule.
@@ -207,13 +205,7 @@ pub struct World {
     violation: Option<Violation>,
     out: Outbox,
     mout: Vec<MOutput>,
-    /// Liveness: messages sent in the checked window that are neither delivered nor dropped.
-    pending: BTreeMap<(SenderId, EntityId, u64), u64>,
-    window: Option<(u64, u64)>,
-    window_shards: BTreeSet<ShardId>,
     senders_started: BTreeSet<NodeId>,
-    /// When each hand-off in progress started (µs), for the liveness check.
-    handoff_started: BTreeMap<ShardId, u64>,
 }
 
 impl World {
@@ -303,13 +295,15 @@ impl World {
             violation: None,
             out: Outbox::default(),
             mout: Vec::new(),
-            pending: BTreeMap::new(),
-            window: None,
-            window_shards: BTreeSet::new(),
             senders_started: BTreeSet::new(),
-            handoff_started: BTreeMap::new(),
             sc,
         };
+        // What the checker checks, first: a trace file is re-checked from itself.
+        w.emit(TraceEvent::CheckConfig {
+            single_writer: w.sc.journal.check_single_writer,
+            liveness: w.sc.liveness.enabled,
+            handoff_timeout_ms: w.sc.settings.handoff_timeout_ms,
+        });
         // Joins, in node order at equal times: the first to join is the oldest.
         let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.sc.join_at_ms(i), i)).collect();
         joins.sort();
@@ -354,9 +348,15 @@ impl World {
                 break;
             }
         }
-        if self.violation.is_none() && self.sc.liveness.enabled {
+        if self.violation.is_none() {
+            // The end-of-run verdicts (liveness) are the checker's, at the end time. The
+            // result's end stays the last event's time unless liveness is checked.
+            let last = self.now;
             self.now = self.end;
-            self.check_liveness();
+            self.emit(TraceEvent::RunEnd);
+            if !self.sc.liveness.enabled {
+                self.now = last;
+            }
         }
         if let Some(v) = &self.violation {
             let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
@@ -401,16 +401,6 @@ impl World {
             }
         }
         self.tracer.record(self.now, ev);
-    }
-
-    fn violate(&mut self, invariant: Outcome, detail: String) {
-        if self.violation.is_none() {
-            self.violation = Some(Violation {
-                invariant,
-                t: self.now,
-                detail,
-            });
-        }
     }
 
     /// The node an event is processed on, for pauses.
@@ -537,6 +527,11 @@ impl World {
                 if !n.up || n.inc != inc || n.coordinator.is_none() || n.coord_gen != gen {
                     return;
                 }
+                self.emit(TraceEvent::PersistAcked {
+                    node,
+                    incarnation: inc.0,
+                    generation: gen,
+                });
                 self.handle(node, Role::Coordinator, Input::Persisted);
             }
             Ev::Join { node } => self.on_join(node),
@@ -628,9 +623,6 @@ impl World {
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
         self.stats.drops += 1;
-        if !self.pending.is_empty() {
-            self.pending.remove(&(env.sender, env.entity, env.seq));
-        }
         self.emit(TraceEvent::Drop {
             sender: env.sender,
             entity: env.entity,
@@ -833,16 +825,10 @@ impl World {
     /// singleton runs.
     fn on_view(&mut self, node: NodeId, members: Vec<Member>) {
         self.nodes[node.0 as usize].view = members.clone();
-        if self.tracer.on() {
-            let view: Vec<String> = members
-                .iter()
-                .map(|m| format!("{}#{}:{:?}:{}", m.node.0, m.inc.0, m.status, m.up_number))
-                .collect();
-            self.emit(TraceEvent::Cluster {
-                node,
-                event: format!("view [{}]", view.join(" ")),
-            });
-        }
+        self.emit(TraceEvent::MemberView {
+            node,
+            members: members.clone(),
+        });
         if self.nodes[node.0 as usize].coordinator.is_some() {
             self.handle(
                 node,
@@ -916,9 +902,12 @@ impl World {
                 let n = &mut self.nodes[idx];
                 n.coordinator = Some(c);
                 n.coord_gen += 1;
+                let generation = n.coord_gen;
                 self.stats.coordinator_starts += 1;
                 self.emit(TraceEvent::CoordinatorStarted {
                     node,
+                    incarnation: inc.0,
+                    generation,
                     replayed: self.journal.events.len(),
                 });
                 self.apply_outputs(node, Role::Coordinator, &mut out);
@@ -1043,16 +1032,11 @@ impl World {
             seq,
         };
         self.stats.sends += 1;
-        if let Some((lo, hi)) = self.window {
-            if self.now.0 >= lo && self.now.0 <= hi {
-                self.pending.insert((env.sender, entity, seq), self.now.0);
-                let shard = self.extractor.shard_id(entity);
-                self.window_shards.insert(shard);
-            }
-        }
+        let shard = self.extractor.shard_id(entity);
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
         if self.violation.is_none() {
-            self.checker.on_send(env.sender, entity, seq);
+            self.checker
+                .on_send(self.now, env.sender, entity, seq, shard);
         }
         if self.tracer.on() {
             self.tracer.record(
@@ -1062,6 +1046,7 @@ impl World {
                     entity,
                     seq,
                     node,
+                    shard,
                 },
             );
         }
@@ -1074,8 +1059,17 @@ impl World {
     fn in_region(&mut self, node: NodeId, f: impl FnOnce(&mut Region, Instant, &mut Outbox)) {
         let mut out = std::mem::take(&mut self.out);
         let now = self.now;
+        let mut registered = None;
         if let Some(r) = self.nodes[node.0 as usize].region.as_mut() {
+            let before = r.coordinator();
             f(r, now, &mut out);
+            let after = r.coordinator();
+            if after != before {
+                registered = Some(after.map(|c| c.region_ref()));
+            }
+        }
+        if let Some(coordinator) = registered {
+            self.emit(TraceEvent::RegionCoordinator { node, coordinator });
         }
         self.apply_outputs(node, Role::Region, &mut out);
         self.out = out;
@@ -1143,7 +1137,13 @@ impl World {
                 Output::Observe(obs) => self.observe(node, obs),
                 Output::Stop { reason } => match role {
                     Role::Coordinator => self.stop_coordinator(node, reason),
-                    Role::Region => self.nodes[node.0 as usize].region = None,
+                    Role::Region => {
+                        self.nodes[node.0 as usize].region = None;
+                        self.emit(TraceEvent::RegionStopped {
+                            node,
+                            reason: reason.to_string(),
+                        });
+                    }
                 },
             }
         }
@@ -1171,7 +1171,7 @@ impl World {
         }
     }
 
-    /// The journal receives a write: append, check the single writer, acknowledge.
+    /// The journal receives a write: append, acknowledge.
     fn on_journal_write(
         &mut self,
         node: NodeId,
@@ -1187,27 +1187,13 @@ impl World {
         {
             return; // lost, or failed without an answer: the coordinator's call-timeout fires
         }
-        let writer = (node, inc, gen);
-        if let Some(last) = self.journal.last_writer {
-            let (ln, linc, lgen) = last;
-            let l = &self.nodes[ln.0 as usize];
-            let still_running =
-                l.up && l.inc == linc && l.coord_gen == lgen && l.coordinator.is_some();
-            if last != writer && still_running && self.sc.journal.check_single_writer {
-                self.violate(
-                    Outcome::JournalSingleWriter,
-                    format!(
-                        "coordinator on node {} (incarnation {}) wrote {:?} while the coordinator on node {} (incarnation {}) is still running",
-                        node.0, inc.0, event, ln.0, linc.0
-                    ),
-                );
-            }
-        }
-        self.journal.last_writer = Some(writer);
         self.journal.events.push(event);
-        if self.tracer.on() {
-            self.emit(TraceEvent::Persisted { node, event });
-        }
+        self.emit(TraceEvent::Persisted {
+            node,
+            incarnation: inc.0,
+            generation: gen,
+            event,
+        });
         if let Some((at, epoch)) = self.schedule_link(j, node.0 as usize, 0) {
             self.push(
                 at,
@@ -1261,9 +1247,6 @@ impl World {
                     .copied()
                     .unwrap_or(0);
                 self.stats.deliveries += 1;
-                if !self.pending.is_empty() {
-                    self.pending.remove(&(env.sender, env.entity, env.seq));
-                }
                 // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
                 if self.violation.is_none() {
                     self.violation = self
@@ -1290,44 +1273,28 @@ impl World {
             }
             Observation::RebalanceStarted { shard, from } => {
                 self.stats.rebalances += 1;
-                self.handoff_started.insert(shard, self.now.0);
-                if self.tracer.on() {
-                    self.emit(TraceEvent::RebalanceStarted {
-                        shard,
-                        from: from.node,
-                    });
-                }
+                self.emit(TraceEvent::RebalanceStarted {
+                    shard,
+                    from: from.node,
+                    coordinator: node,
+                });
             }
             Observation::RebalanceDone { shard, ok } => {
-                self.handoff_started.remove(&shard);
                 if ok {
                     self.stats.rebalances_done += 1;
                 }
-                if self.tracer.on() {
-                    self.emit(TraceEvent::RebalanceDone { shard, ok });
-                }
+                self.emit(TraceEvent::RebalanceDone {
+                    shard,
+                    ok,
+                    coordinator: node,
+                });
             }
             Observation::AllocationDecided { shard, region } => {
-                // §12 B10 oracle, at decision time: never choose a region this coordinator's
-                // node knows is downed or removed.
-                let known = self.nodes[idx]
-                    .view
-                    .iter()
-                    .find(|m| m.node == region.node && m.inc == region.inc)
-                    .map(|m| m.status);
-                if !matches!(known, Some(s) if s != MemberStatus::Down && s != MemberStatus::Removed)
-                {
-                    self.violate(
-                        Outcome::AllocationToDowned,
-                        format!(
-                            "coordinator on node {} allocated shard {shard} to node {} (incarnation {}), which its view shows as {}",
-                            node.0,
-                            region.node.0,
-                            region.inc.0,
-                            known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
-                        ),
-                    );
-                }
+                self.emit(TraceEvent::AllocationDecided {
+                    node,
+                    shard,
+                    region,
+                })
             }
             Observation::ShardAllocated { shard, region } => {
                 if self.tracer.on() {
@@ -1479,7 +1446,10 @@ impl World {
     /// Heal every fault, restart crashed nodes, then watch a window of sends that must each be
     /// delivered or dropped by the end.
     fn on_liveness_phase(&mut self) {
-        self.emit(TraceEvent::LivenessPhase);
+        let quiet = self.sc.liveness.quiet_ms * 1000;
+        let from = Instant(self.now.0 + quiet / 2);
+        let to = Instant(self.end.0.saturating_sub(quiet / 4));
+        self.emit(TraceEvent::LivenessPhase { from, to });
         self.heal_nodes();
         self.set_journal_reachable(true);
         self.journal.failing = false;
@@ -1490,82 +1460,6 @@ impl World {
             if !self.nodes[i].up {
                 self.on_join(NodeId(i as u32));
             }
-        }
-        let quiet = self.sc.liveness.quiet_ms * 1000;
-        let lo = self.now.0 + quiet / 2;
-        let hi = self.end.0.saturating_sub(quiet / 4);
-        self.window = Some((lo, hi));
-    }
-
-    fn check_liveness(&mut self) {
-        let mut pending: Vec<String> = Vec::new();
-        let coordinators: Vec<usize> = (0..self.nodes.len())
-            .filter(|i| self.nodes[*i].up && self.nodes[*i].coordinator.is_some())
-            .collect();
-        if coordinators.is_empty() {
-            pending.push("no coordinator is running".into());
-        }
-        for i in 0..self.nodes.len() {
-            let n = &self.nodes[i];
-            if n.up && n.region.as_ref().is_some_and(|r| r.coordinator().is_none()) {
-                pending.push(format!(
-                    "the region on node {i} is not registered with a coordinator"
-                ));
-            }
-        }
-        if let Some(c) = coordinators
-            .first()
-            .and_then(|i| self.nodes[*i].coordinator.as_ref())
-        {
-            let homeless: Vec<String> = self
-                .window_shards
-                .iter()
-                .filter(|s| !c.allocations().contains_key(s))
-                .map(|s| s.to_string())
-                .collect();
-            match homeless.len() {
-                0 => {}
-                1 => pending.push(format!(
-                    "shard {} received messages but has no home",
-                    homeless[0]
-                )),
-                n if n <= 3 => pending.push(format!(
-                    "shards {} received messages but have no home",
-                    homeless.join(", ")
-                )),
-                n => pending.push(format!(
-                    "shards {} and {} more received messages but have no home",
-                    homeless[..3].join(", "),
-                    n - 3
-                )),
-            }
-            // I4: every hand-off ends within handoff-timeout; one that started just before the
-            // end is not pending.
-            let timeout = self.sc.settings.handoff_timeout_ms * 1000;
-            for s in c.handoffs().keys() {
-                let started = self.handoff_started.get(s).copied().unwrap_or(0);
-                if self.end.0.saturating_sub(started) > timeout {
-                    pending.push(format!(
-                        "the hand-off of shard {s}, started at t={}, is still in progress after handoff-timeout",
-                        Instant(started)
-                    ));
-                }
-            }
-        }
-        for ((sender, entity, seq), t) in self.pending.iter().take(3) {
-            pending.push(format!(
-                "{sender}→{entity} seq {seq} sent at t={} was neither delivered nor dropped",
-                Instant(*t)
-            ));
-        }
-        if self.pending.len() > 3 {
-            pending.push(format!(
-                "and {} more pending messages",
-                self.pending.len() - 3
-            ));
-        }
-        if !pending.is_empty() {
-            self.violate(Outcome::Liveness, pending.join("; "));
         }
     }
 }
