@@ -1,26 +1,72 @@
-//! Invariant checkers, applied after every event. They consume the same [`TraceEvent`]s that
-//! the trace writes, so re-checking a trace file ([`recheck_file`]) reaches the same verdict as
-//! the live run.
+//! The invariant checker: one [`Checker`] applies every rule to the [`TraceEvent`]s the trace
+//! writes, after every event. It consumes nothing else, so re-checking a trace file
+//! ([`recheck_file`]) reaches the same verdict as the live run. Its configuration (which rules
+//! are on) is itself an event, [`TraceEvent::CheckConfig`], recorded first.
 //!
-//! - **at-most-one**: never two live incarnations of one entity (live = started, not stopped,
-//!   its node not down), and never one shard hosted by two regions at once;
-//! - **per-sender-order**: for every (sender, entity) the delivered seqs strictly increase
-//!   (gaps are allowed: delivery is at-most-once);
-//! - **no-duplicate**: no (sender, entity, seq) delivered twice; every delivery was sent, and
-//!   reached an incarnation of the entity it was addressed to.
+//! - [`safety`]: at-most-one, per-sender-order, no-duplicate;
+//! - [`oracles`]: journal-single-writer, allocation-to-downed;
+//! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`].
+
+mod liveness;
+mod oracles;
+mod safety;
 
 use crate::ids::{EntityId, NodeId, SenderId, ShardId};
-use crate::scenario::Outcome;
 use crate::time::Instant;
 use crate::trace::TraceEvent;
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// The invariants, by name (`none`: no violation; a scenario's expected outcome).
+#[derive(
+    Clone, Copy, Debug, Default, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Invariant {
+    /// No violation.
+    #[default]
+    None,
+    /// Two live incarnations of one entity, or one shard hosted twice.
+    AtMostOne,
+    /// A (sender, entity) pair saw its seqs out of order.
+    PerSenderOrder,
+    /// A message delivered twice, never sent, or to the wrong entity.
+    NoDuplicate,
+    /// Two coordinators wrote to the journal: a write from a second writer while the first
+    /// was still running (§12 B5, B6).
+    JournalSingleWriter,
+    /// A shard allocated to a region the coordinator knew was downed or removed (§12 B10).
+    AllocationToDowned,
+    /// Something was still pending after every fault healed and the quiet period ended.
+    Liveness,
+}
+
+impl Invariant {
+    /// The kebab-case name used in files and output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::None => "none",
+            Invariant::AtMostOne => "at-most-one",
+            Invariant::PerSenderOrder => "per-sender-order",
+            Invariant::NoDuplicate => "no-duplicate",
+            Invariant::JournalSingleWriter => "journal-single-writer",
+            Invariant::AllocationToDowned => "allocation-to-downed",
+            Invariant::Liveness => "liveness",
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// A broken invariant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// Which invariant.
-    pub invariant: Outcome,
+    pub invariant: Invariant,
     /// When (simulated).
     pub t: Instant,
     /// What happened, for a person.
@@ -33,56 +79,13 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Per (sender, entity) delivery record.
-#[derive(Clone, Debug, Default)]
-struct Pair {
-    sent_max: u64,
-    last_delivered: u64,
-    /// Bitmap of delivered seqs 0..64 (bit seq), kept inline: most pairs never need more.
-    first: u64,
-    /// Bitmap of delivered seqs from 64 on (bit seq - 64).
-    more: Vec<u64>,
-}
-
-impl Pair {
-    fn was_delivered(&self, seq: u64) -> bool {
-        if seq < 64 {
-            return self.first & (1 << seq) != 0;
-        }
-        let (w, b) = (((seq - 64) / 64) as usize, seq % 64);
-        self.more.get(w).is_some_and(|x| x & (1 << b) != 0)
-    }
-    fn mark(&mut self, seq: u64) {
-        if seq < 64 {
-            self.first |= 1 << seq;
-            return;
-        }
-        let (w, b) = (((seq - 64) / 64) as usize, seq % 64);
-        if self.more.len() <= w {
-            self.more.resize(w + 1, 0);
-        }
-        self.more[w] |= 1 << b;
-    }
-}
-
-/// The safety checker. Ids index dense vectors that grow on demand.
+/// Every rule, over one stream of events. Until a [`TraceEvent::CheckConfig`] turns them on,
+/// journal-single-writer and liveness are off.
 #[derive(Debug, Default)]
 pub struct Checker {
-    /// entity → live incarnations (node, incarnation).
-    live: Vec<Vec<(NodeId, u64)>>,
-    /// shard → hosting nodes.
-    hosts: Vec<Vec<NodeId>>,
-    /// (sender, entity) → record.
-    pairs: BTreeMap<(SenderId, EntityId), Pair>,
-    /// Dense fast path for pairs: sender → entity → record.
-    dense: Vec<Vec<Pair>>,
-}
-
-fn slot<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
-    if v.len() <= i {
-        v.resize_with(i + 1, T::default);
-    }
-    &mut v[i]
+    safety: safety::Safety,
+    oracles: oracles::Oracles,
+    liveness: liveness::Liveness,
 }
 
 impl Checker {
@@ -91,112 +94,61 @@ impl Checker {
         Checker::default()
     }
 
-    #[inline]
-    fn pair(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
-        let (s, e) = (sender.0 as usize, entity.0 as usize);
-        if s < self.dense.len() && e < self.dense[s].len() {
-            return &mut self.dense[s][e];
-        }
-        self.pair_slow(sender, entity)
-    }
-
-    fn pair_slow(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
-        if sender.0 < 4096 && entity.0 < 1 << 20 {
-            let row = slot(&mut self.dense, sender.0 as usize);
-            return slot(row, entity.0 as usize);
-        }
-        self.pairs.entry((sender, entity)).or_default()
-    }
-
     /// Apply one event; the first violation is returned.
     pub fn on_event(&mut self, t: Instant, ev: &TraceEvent) -> Option<Violation> {
-        let v = |invariant, detail: String| {
-            Some(Violation {
-                invariant,
-                t,
-                detail,
-            })
-        };
         match ev {
-            TraceEvent::EntityStarted {
-                entity,
-                node,
-                incarnation,
-                ..
+            TraceEvent::CheckConfig {
+                single_writer,
+                liveness,
+                handoff_timeout_ms,
             } => {
-                let live = slot(&mut self.live, entity.0 as usize);
-                if let Some((other_node, other_inc)) = live.first().copied() {
-                    live.push((*node, *incarnation));
-                    return v(
-                        Outcome::AtMostOne,
-                        format!(
-                            "entity {entity} started as incarnation {incarnation} on node {node} while incarnation {other_inc} is alive on node {other_node}"
-                        ),
-                    );
-                }
-                live.push((*node, *incarnation));
-            }
-            TraceEvent::EntityStopped {
-                entity,
-                incarnation,
-                ..
-            } => {
-                let live = slot(&mut self.live, entity.0 as usize);
-                live.retain(|(_, i)| i != incarnation);
-            }
-            TraceEvent::NodeDown { node, .. } => {
-                for l in &mut self.live {
-                    l.retain(|(n, _)| n != node);
-                }
-                for h in &mut self.hosts {
-                    h.retain(|n| n != node);
-                }
-            }
-            TraceEvent::ShardHosted { shard, node } => {
-                let hosts = slot(&mut self.hosts, shard.0 as usize);
-                if let Some(other) = hosts.iter().find(|n| *n != node).copied() {
-                    hosts.push(*node);
-                    return v(
-                        Outcome::AtMostOne,
-                        format!(
-                            "shard {shard} hosted on node {node} while node {other} still hosts it"
-                        ),
-                    );
-                }
-                if !hosts.contains(node) {
-                    hosts.push(*node);
-                }
-            }
-            TraceEvent::ShardUnhosted { shard, node } => {
-                slot(&mut self.hosts, shard.0 as usize).retain(|n| n != node);
+                self.oracles.single_writer = *single_writer;
+                self.liveness.on = *liveness;
+                self.liveness.handoff_timeout_us = handoff_timeout_ms.saturating_mul(1000);
+                None
             }
             TraceEvent::Send {
                 sender,
                 entity,
                 seq,
+                shard,
                 ..
-            } => self.on_send(*sender, *entity, *seq),
+            } => {
+                self.on_send(t, *sender, *entity, *seq, *shard);
+                None
+            }
             TraceEvent::Deliver {
                 sender,
                 entity,
                 seq,
                 node,
                 incarnation,
-            } => return self.on_deliver(t, *sender, *entity, *seq, *node, *incarnation),
-            _ => {}
+            } => self.on_deliver(t, *sender, *entity, *seq, *node, *incarnation),
+            _ => self
+                .safety
+                .on_event(t, ev)
+                .or_else(|| self.oracles.on_event(t, ev))
+                .or_else(|| self.liveness.on_event(t, ev)),
         }
-        None
     }
 
     /// A [`TraceEvent::Send`]: what [`Checker::on_event`] does with it, as a direct call (the
     /// simulator's hot path).
     #[inline]
-    pub fn on_send(&mut self, sender: SenderId, entity: EntityId, seq: u64) {
-        let p = self.pair(sender, entity);
-        p.sent_max = p.sent_max.max(seq);
+    pub fn on_send(
+        &mut self,
+        t: Instant,
+        sender: SenderId,
+        entity: EntityId,
+        seq: u64,
+        shard: ShardId,
+    ) {
+        self.safety.on_send(sender, entity, seq);
+        self.liveness.on_send(t, sender, entity, seq, shard);
     }
 
     /// A [`TraceEvent::Deliver`]: what [`Checker::on_event`] does with it, as a direct call.
+    #[inline]
     pub fn on_deliver(
         &mut self,
         t: Instant,
@@ -206,69 +158,19 @@ impl Checker {
         node: NodeId,
         incarnation: u64,
     ) -> Option<Violation> {
-        let v = |invariant, detail: String| {
-            Some(Violation {
-                invariant,
-                t,
-                detail,
-            })
-        };
-        let live_here = self
-            .live
-            .get(entity.0 as usize)
-            .is_some_and(|l| l.iter().any(|(n, i)| *n == node && *i == incarnation));
-        if !live_here {
-            return v(
-                Outcome::NoDuplicate,
-                format!(
-                    "{sender}→{entity} seq {seq} delivered on node {node} to incarnation {incarnation}, which is not a live incarnation of {entity}"
-                ),
-            );
-        }
-        let p = self.pair(sender, entity);
-        if seq == 0 || seq > p.sent_max {
-            return v(
-                Outcome::NoDuplicate,
-                format!(
-                    "{sender}→{entity} seq {seq} delivered but never sent (sent up to {})",
-                    p.sent_max
-                ),
-            );
-        }
-        if p.was_delivered(seq) {
-            return v(
-                Outcome::NoDuplicate,
-                format!("{sender}→{entity} seq {seq} delivered twice (now on node {node}, incarnation {incarnation})"),
-            );
-        }
-        let last = p.last_delivered;
-        p.mark(seq);
-        if seq < last {
-            return v(
-                Outcome::PerSenderOrder,
-                format!(
-                    "{sender}→{entity} seq {seq} delivered after seq {last} (node {node}, incarnation {incarnation})"
-                ),
-            );
-        }
-        p.last_delivered = seq;
-        None
+        self.liveness.settled(sender, entity, seq);
+        self.safety
+            .on_deliver(t, sender, entity, seq, node, incarnation)
     }
 
     /// Live incarnations of `entity`.
     pub fn live_incarnations(&self, entity: EntityId) -> &[(NodeId, u64)] {
-        self.live
-            .get(entity.0 as usize)
-            .map(|v| v.as_slice())
-            .unwrap_or(&[])
+        self.safety.live_incarnations(entity)
     }
 
     /// Nodes hosting `shard`.
     pub fn hosts(&self, shard: ShardId) -> &[NodeId] {
-        self.hosts
-            .get(shard.0 as usize)
-            .map(|v| v.as_slice())
-            .unwrap_or(&[])
+        self.safety.hosts(shard)
     }
 }
 
@@ -298,7 +200,7 @@ pub fn parse_trace_line(
     line: &str,
     lineno: usize,
 ) -> Result<Option<(Instant, TraceEvent)>, TraceFileError> {
-    use crate::protocol::StopReason;
+    use crate::ids::{NodeInc, RegionRef};
     let err = |field: &str, message: String| TraceFileError {
         line: lineno,
         field: Some(field.to_string()),
@@ -322,6 +224,20 @@ pub fn parse_trace_line(
             .and_then(|x| x.as_u64())
             .ok_or_else(|| err(k, "missing or not an integer".into()))
     };
+    let num32 = |k: &str| {
+        num(k).and_then(|n| u32::try_from(n).map_err(|_| err(k, format!("{n} is too large"))))
+    };
+    let flag = |k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_bool())
+            .ok_or_else(|| err(k, "missing or not a boolean".into()))
+    };
+    let text = |k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| err(k, "missing or not a string".into()))
+    };
     let id = |k: &str, prefix: &str| -> Result<u32, TraceFileError> {
         let s = v
             .get(k)
@@ -336,46 +252,165 @@ pub fn parse_trace_line(
                 )
             })
     };
-    let node = |k: &str| num(k).map(|n| NodeId(n as u32));
+    fn typed<T: serde::de::DeserializeOwned>(
+        v: &serde_json::Value,
+        k: &str,
+        err: impl Fn(&str, String) -> TraceFileError,
+    ) -> Result<T, TraceFileError> {
+        let x = v.get(k).ok_or_else(|| err(k, "missing".into()))?;
+        serde_json::from_value(x.clone()).map_err(|e| err(k, e.to_string()))
+    }
+    let node = |k: &str| num32(k).map(NodeId);
+    let shard = |k: &str| id(k, "").map(ShardId);
+    let entity = |k: &str| id(k, "e").map(EntityId);
+    let sender = |k: &str| id(k, "c").map(SenderId);
     let e = match ev {
+        "check_config" => TraceEvent::CheckConfig {
+            single_writer: flag("single_writer")?,
+            liveness: flag("liveness")?,
+            handoff_timeout_ms: num("handoff_timeout_ms")?,
+        },
+        "node_up" => TraceEvent::NodeUp {
+            node: node("node")?,
+            incarnation: num32("incarnation")?,
+        },
+        "node_down" => TraceEvent::NodeDown {
+            node: node("node")?,
+            incarnation: num32("incarnation")?,
+            reason: text("reason")?,
+        },
         "entity_started" => TraceEvent::EntityStarted {
-            entity: EntityId(id("entity", "e")?),
-            shard: ShardId(id("shard", "")?),
+            entity: entity("entity")?,
+            shard: shard("shard")?,
             node: node("node")?,
             incarnation: num("incarnation")?,
         },
         "entity_stopped" => TraceEvent::EntityStopped {
-            entity: EntityId(id("entity", "e")?),
+            entity: entity("entity")?,
             node: node("node")?,
             incarnation: num("incarnation")?,
-            reason: StopReason::HandOff,
-        },
-        "node_down" => TraceEvent::NodeDown {
-            node: node("node")?,
-            incarnation: num("incarnation")? as u32,
-            reason: String::new(),
+            reason: typed(&v, "reason", err)?,
         },
         "shard_hosted" => TraceEvent::ShardHosted {
-            shard: ShardId(id("shard", "")?),
+            shard: shard("shard")?,
             node: node("node")?,
         },
         "shard_unhosted" => TraceEvent::ShardUnhosted {
-            shard: ShardId(id("shard", "")?),
+            shard: shard("shard")?,
             node: node("node")?,
         },
         "send" => TraceEvent::Send {
-            sender: SenderId(id("sender", "c")?),
-            entity: EntityId(id("entity", "e")?),
+            sender: sender("sender")?,
+            entity: entity("entity")?,
             seq: num("seq")?,
             node: node("node")?,
+            shard: shard("shard")?,
         },
         "deliver" => TraceEvent::Deliver {
-            sender: SenderId(id("sender", "c")?),
-            entity: EntityId(id("entity", "e")?),
+            sender: sender("sender")?,
+            entity: entity("entity")?,
             seq: num("seq")?,
             node: node("node")?,
             incarnation: num("incarnation")?,
         },
+        "drop" => TraceEvent::Drop {
+            sender: sender("sender")?,
+            entity: entity("entity")?,
+            seq: num("seq")?,
+            reason: typed(&v, "reason", err)?,
+            node: node("node")?,
+        },
+        "persisted" => TraceEvent::Persisted {
+            node: node("node")?,
+            incarnation: num32("incarnation")?,
+            generation: num32("generation")?,
+            event: typed(&v, "event", err)?,
+        },
+        "persist_acked" => TraceEvent::PersistAcked {
+            node: node("node")?,
+            incarnation: num32("incarnation")?,
+            generation: num32("generation")?,
+        },
+        "coordinator_started" => TraceEvent::CoordinatorStarted {
+            node: node("node")?,
+            incarnation: num32("incarnation")?,
+            generation: num32("generation")?,
+            replayed: num("replayed")? as usize,
+        },
+        "coordinator_stopped" => TraceEvent::CoordinatorStopped {
+            node: node("node")?,
+            reason: text("reason")?,
+        },
+        "rebalance_started" => TraceEvent::RebalanceStarted {
+            shard: shard("shard")?,
+            from: node("from")?,
+            coordinator: node("coordinator")?,
+        },
+        "rebalance_done" => TraceEvent::RebalanceDone {
+            shard: shard("shard")?,
+            ok: flag("ok")?,
+            coordinator: node("coordinator")?,
+        },
+        "allocation_decided" => TraceEvent::AllocationDecided {
+            node: node("node")?,
+            shard: shard("shard")?,
+            region: RegionRef {
+                node: node("region")?,
+                inc: NodeInc(num32("region_incarnation")?),
+            },
+        },
+        "member_view" => {
+            let members = v
+                .get("members")
+                .and_then(|x| x.as_array())
+                .ok_or_else(|| err("members", "missing or not an array".into()))?
+                .iter()
+                .map(|m| {
+                    crate::trace::member_from_json(m).ok_or_else(|| {
+                        err(
+                            "members",
+                            format!("`{m}` is not a member (node, incarnation, up_number, status, hosting)"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            TraceEvent::MemberView {
+                node: node("node")?,
+                members,
+            }
+        }
+        "region_coordinator" => {
+            let coordinator = match v.get("coordinator") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(c) => {
+                    let part = |k: &str| {
+                        c.get(k)
+                            .and_then(|x| x.as_u64())
+                            .and_then(|n| u32::try_from(n).ok())
+                            .ok_or_else(|| {
+                                err("coordinator", format!("`{k}` missing or not an integer"))
+                            })
+                    };
+                    Some(RegionRef {
+                        node: NodeId(part("node")?),
+                        inc: NodeInc(part("incarnation")?),
+                    })
+                }
+            };
+            TraceEvent::RegionCoordinator {
+                node: node("node")?,
+                coordinator,
+            }
+        }
+        "region_stopped" => TraceEvent::RegionStopped {
+            node: node("node")?,
+            reason: text("reason")?,
+        },
+        "liveness_phase" => TraceEvent::LivenessPhase {
+            from: Instant(num("from")?),
+            to: Instant(num("to")?),
+        },
+        "run_end" => TraceEvent::RunEnd,
         _ => return Ok(None),
     };
     Ok(Some((Instant(t), e)))
@@ -407,6 +442,7 @@ pub fn recheck_file(path: &std::path::Path) -> Result<Option<Violation>, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Invariant as Outcome;
 
     fn started(e: u32, node: u32, inc: u64) -> TraceEvent {
         TraceEvent::EntityStarted {
@@ -422,6 +458,7 @@ mod tests {
             entity: EntityId(1),
             seq,
             node: NodeId(0),
+            shard: ShardId(0),
         }
     }
     fn deliver(seq: u64) -> TraceEvent {
@@ -527,5 +564,191 @@ mod tests {
         assert_eq!(v.invariant, Outcome::AtMostOne);
         let e = recheck("{\"t\":1,\"ev\":\"deliver\",\"sender\":\"x\"}").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("sender"));
+    }
+
+    #[test]
+    fn checked_events_round_trip_through_json() {
+        use crate::ids::{NodeInc, RegionRef};
+        use crate::protocol::{CoordinatorEvent, DropReason, Member, MemberStatus, StopReason};
+        let region = RegionRef {
+            node: NodeId(2),
+            inc: NodeInc(7),
+        };
+        let events = vec![
+            TraceEvent::CheckConfig {
+                single_writer: true,
+                liveness: true,
+                handoff_timeout_ms: 60_000,
+            },
+            TraceEvent::NodeUp {
+                node: NodeId(1),
+                incarnation: 3,
+            },
+            TraceEvent::NodeDown {
+                node: NodeId(1),
+                incarnation: 3,
+                reason: "crash".into(),
+            },
+            started(4, 1, 9),
+            TraceEvent::EntityStopped {
+                entity: EntityId(4),
+                node: NodeId(1),
+                incarnation: 9,
+                reason: StopReason::RegionRestart,
+            },
+            TraceEvent::ShardHosted {
+                shard: ShardId(5),
+                node: NodeId(1),
+            },
+            TraceEvent::ShardUnhosted {
+                shard: ShardId(5),
+                node: NodeId(1),
+            },
+            send(3),
+            deliver(3),
+            TraceEvent::Drop {
+                sender: SenderId(2),
+                entity: EntityId(3),
+                seq: 4,
+                reason: DropReason::HandOffBuffer,
+                node: NodeId(0),
+            },
+            TraceEvent::Persisted {
+                node: NodeId(1),
+                incarnation: 3,
+                generation: 2,
+                event: CoordinatorEvent::ShardHomeAllocated {
+                    shard: ShardId(5),
+                    region,
+                },
+            },
+            TraceEvent::PersistAcked {
+                node: NodeId(1),
+                incarnation: 3,
+                generation: 2,
+            },
+            TraceEvent::CoordinatorStarted {
+                node: NodeId(1),
+                incarnation: 3,
+                generation: 2,
+                replayed: 17,
+            },
+            TraceEvent::CoordinatorStopped {
+                node: NodeId(1),
+                reason: "hand-over".into(),
+            },
+            TraceEvent::RebalanceStarted {
+                shard: ShardId(5),
+                from: NodeId(2),
+                coordinator: NodeId(0),
+            },
+            TraceEvent::RebalanceDone {
+                shard: ShardId(5),
+                ok: false,
+                coordinator: NodeId(0),
+            },
+            TraceEvent::AllocationDecided {
+                node: NodeId(0),
+                shard: ShardId(5),
+                region,
+            },
+            TraceEvent::MemberView {
+                node: NodeId(0),
+                members: vec![Member {
+                    node: NodeId(2),
+                    inc: NodeInc(7),
+                    up_number: 4,
+                    status: MemberStatus::Leaving,
+                    hosting: false,
+                }],
+            },
+            TraceEvent::RegionCoordinator {
+                node: NodeId(2),
+                coordinator: Some(region),
+            },
+            TraceEvent::RegionCoordinator {
+                node: NodeId(2),
+                coordinator: None,
+            },
+            TraceEvent::RegionStopped {
+                node: NodeId(2),
+                reason: "removed".into(),
+            },
+            TraceEvent::LivenessPhase {
+                from: Instant(5),
+                to: Instant(9),
+            },
+            TraceEvent::RunEnd,
+        ];
+        for e in events {
+            let line = e.to_json(Instant(42));
+            let back = parse_trace_line(&line, 1).unwrap_or_else(|err| panic!("{line}: {err}"));
+            assert_eq!(back, Some((Instant(42), e)), "{line}");
+        }
+    }
+
+    #[test]
+    fn single_writer_and_allocation_oracles() {
+        use crate::ids::{NodeInc, RegionRef};
+        use crate::protocol::{CoordinatorEvent, Member, MemberStatus};
+        let coord = |node: u32, generation: u32| TraceEvent::CoordinatorStarted {
+            node: NodeId(node),
+            incarnation: node + 1,
+            generation,
+            replayed: 0,
+        };
+        let write = |node: u32, generation: u32| TraceEvent::Persisted {
+            node: NodeId(node),
+            incarnation: node + 1,
+            generation,
+            event: CoordinatorEvent::ShardHomeDeallocated { shard: ShardId(1) },
+        };
+        let config = |single_writer| TraceEvent::CheckConfig {
+            single_writer,
+            liveness: false,
+            handoff_timeout_ms: 1,
+        };
+        for on in [false, true] {
+            let mut c = Checker::new();
+            c.on_event(Instant(0), &config(on));
+            c.on_event(Instant(0), &coord(0, 1));
+            assert!(c.on_event(Instant(1), &write(0, 1)).is_none());
+            c.on_event(Instant(2), &coord(1, 1));
+            let v = c.on_event(Instant(3), &write(1, 1));
+            assert_eq!(
+                v.map(|v| v.invariant),
+                on.then_some(Outcome::JournalSingleWriter)
+            );
+        }
+        let region = RegionRef {
+            node: NodeId(1),
+            inc: NodeInc(2),
+        };
+        let view = |status| TraceEvent::MemberView {
+            node: NodeId(0),
+            members: vec![Member {
+                node: NodeId(1),
+                inc: NodeInc(2),
+                up_number: 2,
+                status,
+                hosting: true,
+            }],
+        };
+        let decided = TraceEvent::AllocationDecided {
+            node: NodeId(0),
+            shard: ShardId(3),
+            region,
+        };
+        let mut c = Checker::new();
+        c.on_event(Instant(0), &view(MemberStatus::Up));
+        assert!(c.on_event(Instant(1), &decided).is_none());
+        c.on_event(Instant(2), &view(MemberStatus::Down));
+        let v = c.on_event(Instant(3), &decided).unwrap();
+        assert_eq!(v.invariant, Outcome::AllocationToDowned);
+        assert!(
+            v.detail.ends_with("which its view shows as Down"),
+            "{}",
+            v.detail
+        );
     }
 }

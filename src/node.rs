@@ -13,7 +13,7 @@
 //! generation is no longer current is ignored here, so a host only has to deliver what it was
 //! asked to. Nothing here reads a clock, a socket or a global, and nothing panics.
 
-use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, ShardId};
+use crate::ids::{EntityId, NodeId, NodeInc, RegionRef};
 use crate::membership::MembershipEvent;
 use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipConfig, NodeAddr};
 use crate::protocol::allocation::LeastShardAllocationStrategy;
@@ -161,16 +161,6 @@ pub enum NodeOutput {
         /// The entity incarnation.
         incarnation: u64,
     },
-    /// The coordinator decided where a shard goes (before persisting the allocation), with the
-    /// chosen region's status in this node's view at that moment (`None`: not in it).
-    AllocationDecided {
-        /// The shard.
-        shard: ShardId,
-        /// The chosen region.
-        region: RegionRef,
-        /// Its status in this node's view.
-        known: Option<MemberStatus>,
-    },
     /// A role timer fired and is being handled.
     TimerFired(Timer),
     /// This node's member view changed.
@@ -181,8 +171,23 @@ pub enum NodeOutput {
     JoinAgain(Vec<NodeAddr>),
     /// The coordinator singleton started here after replaying `replayed` journal events.
     CoordinatorStarted {
+        /// Its generation on this node.
+        generation: u32,
         /// Events replayed.
         replayed: usize,
+    },
+    /// The journal acknowledged a write of the running coordinator (generation `gen`), which
+    /// handles it next.
+    PersistAcked {
+        /// The coordinator's generation.
+        gen: u32,
+    },
+    /// The region's coordinator changed (registered with one, or lost it).
+    RegionCoordinator(Option<RegionRef>),
+    /// The region stopped itself.
+    RegionStopped {
+        /// Why.
+        reason: &'static str,
     },
     /// The coordinator here stopped.
     CoordinatorStopped {
@@ -381,6 +386,7 @@ impl Node {
             } => self.on_join_check(now, members, first_live, out),
             NodeInput::Persisted { gen } => {
                 if self.coordinator.is_some() && self.coord_gen == gen {
+                    out.output(NodeOutput::PersistAcked { gen });
                     self.coordinator_input(now, Input::Persisted, out);
                 }
             }
@@ -395,7 +401,12 @@ impl Node {
     pub fn request(&mut self, now: Instant, env: Envelope, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
+            let before = r.coordinator();
             r.request(env, &mut o);
+            let after = r.coordinator();
+            if after != before {
+                out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
+            }
         }
         self.apply(now, Role::Region, &mut o, out);
         self.out = o;
@@ -406,7 +417,12 @@ impl Node {
     pub fn deliver(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
+            let before = r.coordinator();
             r.deliver(now, from, msg, &mut o);
+            let after = r.coordinator();
+            if after != before {
+                out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
+            }
         }
         self.apply(now, Role::Region, &mut o, out);
         self.out = o;
@@ -415,7 +431,12 @@ impl Node {
     fn region_input(&mut self, now: Instant, input: Input, out: &mut impl NodeHost) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
+            let before = r.coordinator();
             r.handle(now, input, &mut o);
+            let after = r.coordinator();
+            if after != before {
+                out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
+            }
         }
         self.apply(now, Role::Region, &mut o, out);
         self.out = o;
@@ -485,7 +506,10 @@ impl Node {
                 Output::Observe(obs) => self.observe(obs, out),
                 Output::Stop { reason } => match role {
                     Role::Coordinator => self.stop_coordinator(now, reason, out),
-                    Role::Region => self.region = None,
+                    Role::Region => {
+                        self.region = None;
+                        out.output(NodeOutput::RegionStopped { reason });
+                    }
                 },
             }
         }
@@ -507,19 +531,6 @@ impl Node {
                 .map(|slot| std::mem::replace(slot, 0))
                 .unwrap_or(0),
             Observation::Delivered(env) => self.incarnation_of(env.entity),
-            Observation::AllocationDecided { shard, region } => {
-                let known = self
-                    .view
-                    .iter()
-                    .find(|m| m.node == region.node && m.inc == region.inc)
-                    .map(|m| m.status);
-                out.output(NodeOutput::AllocationDecided {
-                    shard: *shard,
-                    region: *region,
-                    known,
-                });
-                return;
-            }
             _ => 0,
         };
         out.observe(obs, incarnation);
@@ -653,7 +664,10 @@ impl Node {
             Some((Ok(c), replayed)) => {
                 self.coordinator = Some(c);
                 self.coord_gen += 1;
-                out.output(NodeOutput::CoordinatorStarted { replayed });
+                out.output(NodeOutput::CoordinatorStarted {
+                    generation: self.coord_gen,
+                    replayed,
+                });
                 self.apply(now, Role::Coordinator, &mut o, out);
                 self.out = o;
                 let view = self.view.clone();
@@ -764,7 +778,10 @@ mod tests {
         let mut queue: BTreeMap<(u64, usize), NodeInput> = BTreeMap::new();
         queue.insert((0, 0), NodeInput::Start { seeds: vec![] });
         for (i, env) in sends.iter().enumerate() {
-            queue.insert((5_000_000 + i as u64 * 1000, 1 + i), NodeInput::Request(*env));
+            queue.insert(
+                (5_000_000 + i as u64 * 1000, 1 + i),
+                NodeInput::Request(*env),
+            );
         }
         let mut seq = queue.len();
         while let Some(((t, _), input)) = queue.pop_first() {

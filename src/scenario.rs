@@ -340,50 +340,8 @@ impl Default for RunSpec {
     }
 }
 
-/// The invariants, by name.
-#[derive(
-    Clone, Copy, Debug, Default, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// No violation.
-    #[default]
-    None,
-    /// Two live incarnations of one entity, or one shard hosted twice.
-    AtMostOne,
-    /// A (sender, entity) pair saw its seqs out of order.
-    PerSenderOrder,
-    /// A message delivered twice, never sent, or to the wrong entity.
-    NoDuplicate,
-    /// Two coordinators wrote to the journal: a write from a second writer while the first
-    /// was still running (§12 B5, B6).
-    JournalSingleWriter,
-    /// A shard allocated to a region the coordinator knew was downed or removed (§12 B10).
-    AllocationToDowned,
-    /// Something was still pending after every fault healed and the quiet period ended.
-    Liveness,
-}
-
-impl Outcome {
-    /// The kebab-case name used in files and output.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::None => "none",
-            Outcome::AtMostOne => "at-most-one",
-            Outcome::PerSenderOrder => "per-sender-order",
-            Outcome::NoDuplicate => "no-duplicate",
-            Outcome::JournalSingleWriter => "journal-single-writer",
-            Outcome::AllocationToDowned => "allocation-to-downed",
-            Outcome::Liveness => "liveness",
-        }
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// The invariants, by name: the checker's [`Invariant`](crate::check::Invariant).
+pub use crate::check::Invariant as Outcome;
 
 /// What the scenario is expected to show.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]

@@ -9,13 +9,13 @@
 
 pub mod faults;
 pub mod journal;
-pub mod liveness;
 pub mod net;
 pub mod queue;
 pub mod swarm;
 pub mod workload;
 
 use crate::check::{Checker, Violation};
+use crate::fault::TimedFault;
 use crate::ids::{NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
@@ -24,12 +24,10 @@ use crate::protocol::region::RegionConfig;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, Envelope, MemberStatus, Msg, Observation, Role,
 };
-use crate::fault::TimedFault;
-use crate::scenario::{Outcome, Scenario};
+use crate::scenario::Scenario;
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
 use journal::Journal;
-use liveness::Liveness;
 use net::Net;
 use queue::EventQueue;
 use std::collections::VecDeque;
@@ -169,7 +167,6 @@ pub struct World {
     violation: Option<Violation>,
     /// The node whose outputs are being applied.
     cur: NodeAddr,
-    liveness: Liveness,
 }
 
 impl World {
@@ -227,9 +224,14 @@ impl World {
                 node: NodeId(0),
                 inc: NodeInc(0),
             },
-            liveness: Liveness::default(),
             sc,
         };
+        // What the checker checks, first: a trace file is re-checked from itself.
+        w.emit(TraceEvent::CheckConfig {
+            single_writer: w.sc.journal.check_single_writer,
+            liveness: w.sc.liveness.enabled,
+            handoff_timeout_ms: w.sc.settings.handoff_timeout_ms,
+        });
         // Joins, in node order at equal times: the first to join is the oldest.
         let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.sc.join_at_ms(i), i)).collect();
         joins.sort();
@@ -271,9 +273,15 @@ impl World {
                 break;
             }
         }
-        if self.violation.is_none() && self.sc.liveness.enabled {
+        if self.violation.is_none() {
+            // The end-of-run verdicts (liveness) are the checker's, at the end time. The
+            // result's end stays the last event's time unless liveness is checked.
+            let last = self.now;
             self.now = self.end;
-            self.check_liveness();
+            self.emit(TraceEvent::RunEnd);
+            if !self.sc.liveness.enabled {
+                self.now = last;
+            }
         }
         if let Some(v) = &self.violation {
             let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
@@ -318,16 +326,6 @@ impl World {
             }
         }
         self.tracer.record(self.now, ev);
-    }
-
-    fn violate(&mut self, invariant: Outcome, detail: String) {
-        if self.violation.is_none() {
-            self.violation = Some(Violation {
-                invariant,
-                t: self.now,
-                detail,
-            });
-        }
     }
 
     /// The running incarnation of `node` (not while it handles an input).
@@ -499,7 +497,6 @@ impl World {
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
         self.stats.drops += 1;
-        self.liveness.settled(env.sender, env.entity, env.seq);
         self.emit(TraceEvent::Drop {
             sender: env.sender,
             entity: env.entity,
@@ -589,18 +586,11 @@ impl World {
         }
         let env = self.workload.message(sender);
         self.stats.sends += 1;
-        if let Some((lo, hi)) = self.liveness.window {
-            if self.now.0 >= lo && self.now.0 <= hi {
-                self.liveness
-                    .pending
-                    .insert((env.sender, env.entity, env.seq), self.now.0);
-                let shard = self.extractor.shard_id(env.entity);
-                self.liveness.window_shards.insert(shard);
-            }
-        }
+        let shard = self.extractor.shard_id(env.entity);
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
         if self.violation.is_none() {
-            self.checker.on_send(env.sender, env.entity, env.seq);
+            self.checker
+                .on_send(self.now, env.sender, env.entity, env.seq, shard);
         }
         if self.tracer.on() {
             self.tracer.record(
@@ -610,6 +600,7 @@ impl World {
                     entity: env.entity,
                     seq: env.seq,
                     node,
+                    shard,
                 },
             );
         }
@@ -664,7 +655,7 @@ impl World {
         }
     }
 
-    /// The journal receives a write: append, check the single writer, acknowledge.
+    /// The journal receives a write: append, acknowledge.
     fn on_journal_write(
         &mut self,
         node: NodeId,
@@ -680,28 +671,13 @@ impl World {
         {
             return; // lost, or failed without an answer: the coordinator's call-timeout fires
         }
-        let writer = (node, inc, gen);
-        if let Some(last) = self.journal.last_writer {
-            let (ln, linc, lgen) = last;
-            let still_running = self.running(ln, linc)
-                && self
-                    .node(ln)
-                    .is_some_and(|n| n.coordinator_gen() == lgen && n.coordinator().is_some());
-            if last != writer && still_running && self.sc.journal.check_single_writer {
-                self.violate(
-                    Outcome::JournalSingleWriter,
-                    format!(
-                        "coordinator on node {} (incarnation {}) wrote {:?} while the coordinator on node {} (incarnation {}) is still running",
-                        node.0, inc.0, event, ln.0, linc.0
-                    ),
-                );
-            }
-        }
-        self.journal.last_writer = Some(writer);
         self.journal.events.push(event);
-        if self.tracer.on() {
-            self.emit(TraceEvent::Persisted { node, event });
-        }
+        self.emit(TraceEvent::Persisted {
+            node,
+            incarnation: inc.0,
+            generation: gen,
+            event,
+        });
         if let Some((at, epoch)) = self.net.schedule(self.now, j, node.0 as usize, 0) {
             self.push(
                 at,
@@ -742,24 +718,29 @@ impl World {
             }
             Observation::RebalanceStarted { shard, from } => {
                 self.stats.rebalances += 1;
-                self.liveness.handoff_started.insert(shard, self.now.0);
-                if self.tracer.on() {
-                    self.emit(TraceEvent::RebalanceStarted {
-                        shard,
-                        from: from.node,
-                    });
-                }
+                self.emit(TraceEvent::RebalanceStarted {
+                    shard,
+                    from: from.node,
+                    coordinator: node,
+                });
             }
             Observation::RebalanceDone { shard, ok } => {
-                self.liveness.handoff_started.remove(&shard);
                 if ok {
                     self.stats.rebalances_done += 1;
                 }
-                if self.tracer.on() {
-                    self.emit(TraceEvent::RebalanceDone { shard, ok });
-                }
+                self.emit(TraceEvent::RebalanceDone {
+                    shard,
+                    ok,
+                    coordinator: node,
+                });
             }
-            Observation::AllocationDecided { .. } => {} // see NodeOutput::AllocationDecided
+            Observation::AllocationDecided { shard, region } => {
+                self.emit(TraceEvent::AllocationDecided {
+                    node,
+                    shard,
+                    region,
+                })
+            }
             Observation::ShardAllocated { shard, region } => {
                 if self.tracer.on() {
                     self.emit(TraceEvent::ShardAllocated {
@@ -850,44 +831,12 @@ impl NodeHost for World {
                 }
             }
             NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),
-            NodeOutput::AllocationDecided {
-                shard,
-                region,
-                known,
-            } => {
-                // §12 B10 oracle, at decision time: never choose a region this
-                // coordinator's node knows is downed or removed.
-                if !matches!(known, Some(s) if s != MemberStatus::Down && s != MemberStatus::Removed)
-                {
-                    self.violate(
-                            Outcome::AllocationToDowned,
-                            format!(
-                                "coordinator on node {} allocated shard {shard} to node {} (incarnation {}), which its view shows as {}",
-                                node.0,
-                                region.node.0,
-                                region.inc.0,
-                                known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
-                            ),
-                        );
-                }
-            }
             NodeOutput::TimerFired(timer) => {
                 if self.tracer.on() {
                     self.emit(TraceEvent::Timer { node, timer });
                 }
             }
-            NodeOutput::View(members) => {
-                if self.tracer.on() {
-                    let view: Vec<String> = members
-                        .iter()
-                        .map(|m| format!("{}#{}:{:?}:{}", m.node.0, m.inc.0, m.status, m.up_number))
-                        .collect();
-                    self.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("view [{}]", view.join(" ")),
-                    });
-                }
-            }
+            NodeOutput::View(members) => self.emit(TraceEvent::MemberView { node, members }),
             NodeOutput::Cluster(ev) => {
                 if self.tracer.on() {
                     self.emit(TraceEvent::Cluster {
@@ -904,10 +853,30 @@ impl NodeHost for World {
                     });
                 }
             }
-            NodeOutput::CoordinatorStarted { replayed } => {
+            NodeOutput::CoordinatorStarted {
+                generation,
+                replayed,
+            } => {
                 self.stats.coordinator_starts += 1;
-                self.emit(TraceEvent::CoordinatorStarted { node, replayed });
+                self.emit(TraceEvent::CoordinatorStarted {
+                    node,
+                    incarnation: inc.0,
+                    generation,
+                    replayed,
+                });
             }
+            NodeOutput::PersistAcked { gen } => self.emit(TraceEvent::PersistAcked {
+                node,
+                incarnation: inc.0,
+                generation: gen,
+            }),
+            NodeOutput::RegionCoordinator(coordinator) => {
+                self.emit(TraceEvent::RegionCoordinator { node, coordinator })
+            }
+            NodeOutput::RegionStopped { reason } => self.emit(TraceEvent::RegionStopped {
+                node,
+                reason: reason.to_string(),
+            }),
             NodeOutput::CoordinatorStopped { reason } => {
                 self.emit(TraceEvent::CoordinatorStopped {
                     node,
@@ -953,7 +922,6 @@ impl NodeHost for World {
     fn delivered(&mut self, env: Envelope, incarnation: u64) {
         let node = self.cur.node;
         self.stats.deliveries += 1;
-        self.liveness.settled(env.sender, env.entity, env.seq);
         // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
         if self.violation.is_none() {
             self.violation = self.checker.on_deliver(

@@ -2,8 +2,8 @@
 //! has `t` (simulated microseconds) and `ev`. The same typed events feed the live checkers, so a
 //! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
 
-use crate::ids::{EntityId, NodeId, SenderId, ShardId};
-use crate::protocol::{CoordinatorEvent, DropReason, Msg, StopReason, Timer};
+use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
+use crate::protocol::{CoordinatorEvent, DropReason, Member, Msg, StopReason, Timer};
 use crate::time::Instant;
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
@@ -11,6 +11,15 @@ use std::hash::{Hash, Hasher};
 /// One traced event.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TraceEvent {
+    /// What the run checks, recorded first so a trace file can be re-checked from itself.
+    CheckConfig {
+        /// `journal.check-single-writer`: the journal-single-writer rule is on.
+        single_writer: bool,
+        /// `liveness.enabled`: the liveness rule is on.
+        liveness: bool,
+        /// `settings.handoff-timeout-ms`: how long a hand-off may take (liveness).
+        handoff_timeout_ms: u64,
+    },
     /// A node incarnation joined and is up.
     NodeUp {
         /// The node.
@@ -59,6 +68,8 @@ pub enum TraceEvent {
         seq: u64,
         /// The sender's node.
         node: NodeId,
+        /// The entity's shard.
+        shard: ShardId,
     },
     /// A message reached its entity.
     Deliver {
@@ -113,17 +124,34 @@ pub enum TraceEvent {
         /// Which.
         timer: Timer,
     },
-    /// The coordinator's journal write completed.
+    /// The journal appended a coordinator's write.
     Persisted {
-        /// The coordinator's node.
+        /// The writing coordinator's node.
         node: NodeId,
+        /// That node's incarnation.
+        incarnation: u32,
+        /// The writing coordinator's generation on its node.
+        generation: u32,
         /// The event.
         event: CoordinatorEvent,
+    },
+    /// The journal's acknowledgement reached the coordinator that wrote (it applies the event).
+    PersistAcked {
+        /// The coordinator's node.
+        node: NodeId,
+        /// That node's incarnation.
+        incarnation: u32,
+        /// The coordinator's generation on its node.
+        generation: u32,
     },
     /// A coordinator started on a node after replaying the journal.
     CoordinatorStarted {
         /// Where.
         node: NodeId,
+        /// The node's incarnation.
+        incarnation: u32,
+        /// Counts coordinator instances on this node (journal writes carry it).
+        generation: u32,
         /// Events replayed.
         replayed: usize,
     },
@@ -154,6 +182,8 @@ pub enum TraceEvent {
         shard: ShardId,
         /// From this node's region.
         from: NodeId,
+        /// The node of the coordinator running the hand-off.
+        coordinator: NodeId,
     },
     /// A hand-off ended.
     RebalanceDone {
@@ -161,6 +191,38 @@ pub enum TraceEvent {
         shard: ShardId,
         /// False on handoff-timeout.
         ok: bool,
+        /// The node of the coordinator running the hand-off.
+        coordinator: NodeId,
+    },
+    /// A coordinator decided where a shard goes (before persisting the allocation).
+    AllocationDecided {
+        /// The coordinator's node.
+        node: NodeId,
+        /// Shard.
+        shard: ShardId,
+        /// The chosen region.
+        region: RegionRef,
+    },
+    /// A node's member view changed (also empty when the node goes up or down).
+    MemberView {
+        /// The node.
+        node: NodeId,
+        /// Its view, oldest first.
+        members: Vec<Member>,
+    },
+    /// The coordinator a node's region is registered with changed.
+    RegionCoordinator {
+        /// The region's node.
+        node: NodeId,
+        /// The coordinator's node and incarnation; `None`: not registered.
+        coordinator: Option<RegionRef>,
+    },
+    /// A region stopped itself (its node stays up).
+    RegionStopped {
+        /// Where.
+        node: NodeId,
+        /// Why.
+        reason: String,
     },
     /// A region restarted after an exception.
     RegionRestarted {
@@ -200,8 +262,16 @@ pub enum TraceEvent {
         /// Which fault kinds are on, and how many of each.
         profile: String,
     },
-    /// The liveness phase began: faults healed, crashed nodes restarting.
-    LivenessPhase,
+    /// The liveness phase began: faults healed, crashed nodes restarting. Every message sent
+    /// in the window `from..=to` must be delivered or dropped by the end.
+    LivenessPhase {
+        /// The window's start.
+        from: Instant,
+        /// The window's end (inclusive).
+        to: Instant,
+    },
+    /// The run reached its end time without a violation (the end-of-run verdicts follow).
+    RunEnd,
     /// An invariant broke.
     Violation {
         /// Which.
@@ -213,6 +283,29 @@ pub enum TraceEvent {
 
 fn reason_str<T: serde::Serialize>(r: &T) -> Value {
     serde_json::to_value(r).unwrap_or(Value::Null)
+}
+
+/// One member of a view: `{"node", "incarnation", "up_number", "status", "hosting"}`.
+fn member_json(m: &Member) -> Value {
+    json!({
+        "node": m.node.0,
+        "incarnation": m.inc.0,
+        "up_number": m.up_number,
+        "status": reason_str(&m.status),
+        "hosting": m.hosting,
+    })
+}
+
+/// The inverse of [`member_json`].
+pub(crate) fn member_from_json(v: &Value) -> Option<Member> {
+    let num = |k: &str| v.get(k).and_then(|x| x.as_u64());
+    Some(Member {
+        node: NodeId(u32::try_from(num("node")?).ok()?),
+        inc: NodeInc(u32::try_from(num("incarnation")?).ok()?),
+        up_number: u32::try_from(num("up_number")?).ok()?,
+        status: serde_json::from_value(v.get("status")?.clone()).ok()?,
+        hosting: v.get("hosting")?.as_bool()?,
+    })
 }
 
 fn msg_json(m: &Msg, v: &mut serde_json::Map<String, Value>) {
@@ -270,7 +363,14 @@ impl TraceEvent {
             TraceEvent::CoordinatorStopped { .. } => "coordinator_stopped",
             TraceEvent::RecoveryFailed { .. } => "recovery_failed",
             TraceEvent::SwarmProfile { .. } => "swarm_profile",
-            TraceEvent::LivenessPhase => "liveness_phase",
+            TraceEvent::LivenessPhase { .. } => "liveness_phase",
+            TraceEvent::CheckConfig { .. } => "check_config",
+            TraceEvent::PersistAcked { .. } => "persist_acked",
+            TraceEvent::AllocationDecided { .. } => "allocation_decided",
+            TraceEvent::MemberView { .. } => "member_view",
+            TraceEvent::RegionCoordinator { .. } => "region_coordinator",
+            TraceEvent::RegionStopped { .. } => "region_stopped",
+            TraceEvent::RunEnd => "run_end",
         }
     }
 
@@ -323,11 +423,13 @@ impl TraceEvent {
                 entity,
                 seq,
                 node,
+                shard,
             } => {
                 put("sender", json!(sender.to_string()));
                 put("entity", json!(entity.to_string()));
                 put("seq", json!(seq));
                 put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
             }
             TraceEvent::Deliver {
                 sender,
@@ -397,12 +499,35 @@ impl TraceEvent {
                     put("shard", json!(s.to_string()));
                 }
             }
-            TraceEvent::Persisted { node, event } => {
+            TraceEvent::Persisted {
+                node,
+                incarnation,
+                generation,
+                event,
+            } => {
                 put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("generation", json!(generation));
                 put("event", serde_json::to_value(event).unwrap_or(Value::Null));
             }
-            TraceEvent::CoordinatorStarted { node, replayed } => {
+            TraceEvent::PersistAcked {
+                node,
+                incarnation,
+                generation,
+            } => {
                 put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("generation", json!(generation));
+            }
+            TraceEvent::CoordinatorStarted {
+                node,
+                incarnation,
+                generation,
+                replayed,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("generation", json!(generation));
                 put("replayed", json!(replayed));
             }
             TraceEvent::ShardHosted { shard, node } | TraceEvent::ShardUnhosted { shard, node } => {
@@ -413,13 +538,54 @@ impl TraceEvent {
                 put("shard", json!(shard.to_string()));
                 put("node", json!(node.0));
             }
-            TraceEvent::RebalanceStarted { shard, from } => {
+            TraceEvent::RebalanceStarted {
+                shard,
+                from,
+                coordinator,
+            } => {
                 put("shard", json!(shard.to_string()));
                 put("from", json!(from.0));
+                put("coordinator", json!(coordinator.0));
             }
-            TraceEvent::RebalanceDone { shard, ok } => {
+            TraceEvent::RebalanceDone {
+                shard,
+                ok,
+                coordinator,
+            } => {
                 put("shard", json!(shard.to_string()));
                 put("ok", json!(ok));
+                put("coordinator", json!(coordinator.0));
+            }
+            TraceEvent::AllocationDecided {
+                node,
+                shard,
+                region,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("region", json!(region.node.0));
+                put("region_incarnation", json!(region.inc.0));
+            }
+            TraceEvent::MemberView { node, members } => {
+                put("node", json!(node.0));
+                put(
+                    "members",
+                    Value::Array(members.iter().map(member_json).collect()),
+                );
+            }
+            TraceEvent::RegionCoordinator { node, coordinator } => {
+                put("node", json!(node.0));
+                put(
+                    "coordinator",
+                    match coordinator {
+                        Some(c) => json!({"node": c.node.0, "incarnation": c.inc.0}),
+                        None => Value::Null,
+                    },
+                );
+            }
+            TraceEvent::RegionStopped { node, reason } => {
+                put("node", json!(node.0));
+                put("reason", json!(reason));
             }
             TraceEvent::RegionRestarted { node } => put("node", json!(node.0)),
             TraceEvent::Violation { invariant, detail } => {
@@ -440,7 +606,20 @@ impl TraceEvent {
                 put("reason", json!(reason));
             }
             TraceEvent::SwarmProfile { profile } => put("profile", json!(profile)),
-            TraceEvent::LivenessPhase => {}
+            TraceEvent::LivenessPhase { from, to } => {
+                put("from", json!(from.0));
+                put("to", json!(to.0));
+            }
+            TraceEvent::CheckConfig {
+                single_writer,
+                liveness,
+                handoff_timeout_ms,
+            } => {
+                put("single_writer", json!(single_writer));
+                put("liveness", json!(liveness));
+                put("handoff_timeout_ms", json!(handoff_timeout_ms));
+            }
+            TraceEvent::RunEnd => {}
         }
         Value::Object(v).to_string()
     }
@@ -564,7 +743,7 @@ pub fn rebalance_log(events: &[(Instant, TraceEvent)]) -> String {
     let mut out = String::new();
     for (t, e) in events {
         match e {
-            TraceEvent::CoordinatorStarted { node, replayed } => {
+            TraceEvent::CoordinatorStarted { node, replayed, .. } => {
                 let _ = writeln!(
                     out,
                     "{t} coordinator started on node {} (replayed {replayed} events)",
@@ -578,10 +757,12 @@ pub fn rebalance_log(events: &[(Instant, TraceEvent)]) -> String {
             TraceEvent::NodeUp { node, .. } => {
                 down.remove(node);
             }
-            TraceEvent::RebalanceStarted { shard, from } => {
+            TraceEvent::RebalanceStarted { shard, from, .. } => {
                 handing_off.insert(*shard, *from);
             }
-            TraceEvent::RebalanceDone { shard, ok: false } => {
+            TraceEvent::RebalanceDone {
+                shard, ok: false, ..
+            } => {
                 handing_off.remove(shard);
                 let _ = writeln!(out, "{t} shard {shard}: hand-off timed out, stays put");
             }

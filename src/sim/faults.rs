@@ -1,9 +1,10 @@
-//! The fault injector: applies one planned fault to the world.
+//! The fault injector: applies one planned fault to the world, and heals them all for the
+//! liveness phase.
 
 use super::{Ev, World};
+use crate::fault::Fault;
 use crate::ids::NodeId;
 use crate::node::NodeInput;
-use crate::fault::Fault;
 use crate::time::Instant;
 use crate::trace::TraceEvent;
 
@@ -12,6 +13,25 @@ impl World {
     pub(super) fn set_journal_reachable(&mut self, reachable: bool) {
         self.net.set_journal_links(reachable);
         self.journal.available = reachable;
+    }
+
+    /// The liveness phase: heal every fault and restart crashed nodes; the checker then
+    /// watches a window of sends that must each be delivered or dropped by the end.
+    pub(super) fn on_liveness_phase(&mut self) {
+        let quiet = self.sc.liveness.quiet_ms * 1000;
+        let from = Instant(self.now.0 + quiet / 2);
+        let to = Instant(self.end.0.saturating_sub(quiet / 4));
+        self.emit(TraceEvent::LivenessPhase { from, to });
+        self.net.heal_nodes();
+        self.set_journal_reachable(true);
+        self.journal.heal();
+        // Pauses are left to end on their own: cutting one short would let newer messages
+        // overtake the ones it deferred.
+        for i in 0..self.slots.len() as u32 {
+            if !self.is_up(NodeId(i)) {
+                self.on_join(NodeId(i));
+            }
+        }
     }
 
     pub(super) fn on_fault(&mut self, idx: usize) {

@@ -1,7 +1,6 @@
 //! The coordinator's journal: an endpoint of the network with its own faults (unavailable,
 //! slow, failing), holding the events written so far.
 
-use crate::ids::{NodeId, NodeInc};
 use crate::protocol::CoordinatorEvent;
 use crate::rng::{Rng, Stream};
 use crate::scenario::JournalSpec;
@@ -16,8 +15,6 @@ pub struct Journal {
     pub failing: bool,
     /// Extra write latency (µs).
     pub extra_latency_us: u64,
-    /// (node, incarnation, coordinator generation) of the last writer.
-    pub last_writer: Option<(NodeId, NodeInc, u32)>,
     spec: JournalSpec,
     rng: Rng,
 }
@@ -30,7 +27,6 @@ impl Journal {
             available: true,
             failing: false,
             extra_latency_us: 0,
-            last_writer: None,
             spec,
             rng: Rng::fork(seed, Stream::Journal),
         }

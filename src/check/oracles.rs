@@ -1,0 +1,110 @@
+//! The oracles over coordinator facts:
+//!
+//! - **journal-single-writer** (§12 B5, B6; when `journal.check-single-writer` is on): the
+//!   journal never appends a write from one coordinator while the coordinator that wrote last
+//!   is still running;
+//! - **allocation-to-downed** (§12 B10), at decision time: a coordinator never chooses a region
+//!   that its own node's member view shows as downed or removed (or no longer shows at all).
+
+use super::{Invariant, Violation};
+use crate::ids::NodeId;
+use crate::protocol::{Member, MemberStatus};
+use crate::time::Instant;
+use crate::trace::TraceEvent;
+use std::collections::BTreeMap;
+
+/// A coordinator instance: its node, that node's incarnation, and its generation on the node.
+type Writer = (NodeId, u32, u32);
+
+/// What the oracles know of the cluster.
+#[derive(Debug, Default)]
+pub(super) struct Oracles {
+    /// Whether the journal-single-writer rule is on.
+    pub(super) single_writer: bool,
+    /// node → (incarnation, generation) of the coordinator running there.
+    running: BTreeMap<NodeId, (u32, u32)>,
+    /// The coordinator whose write the journal appended last.
+    last_writer: Option<Writer>,
+    /// node → its member view.
+    views: Vec<Vec<Member>>,
+}
+
+impl Oracles {
+    pub(super) fn on_event(&mut self, t: Instant, ev: &TraceEvent) -> Option<Violation> {
+        match ev {
+            TraceEvent::NodeUp { node, .. } => {
+                super::safety::slot(&mut self.views, node.0 as usize).clear()
+            }
+            TraceEvent::NodeDown { node, .. } => {
+                self.running.remove(node);
+                super::safety::slot(&mut self.views, node.0 as usize).clear();
+            }
+            TraceEvent::MemberView { node, members } => {
+                *super::safety::slot(&mut self.views, node.0 as usize) = members.clone();
+            }
+            TraceEvent::CoordinatorStarted {
+                node,
+                incarnation,
+                generation,
+                ..
+            } => {
+                self.running.insert(*node, (*incarnation, *generation));
+            }
+            TraceEvent::CoordinatorStopped { node, .. } => {
+                self.running.remove(node);
+            }
+            TraceEvent::Persisted {
+                node,
+                incarnation,
+                generation,
+                event,
+            } => {
+                let writer = (*node, *incarnation, *generation);
+                let last = self.last_writer.replace(writer);
+                if let Some(last @ (ln, linc, lgen)) = last {
+                    let still_running = self.running.get(&ln) == Some(&(linc, lgen));
+                    if self.single_writer && last != writer && still_running {
+                        return Some(Violation {
+                            invariant: Invariant::JournalSingleWriter,
+                            t,
+                            detail: format!(
+                                "coordinator on node {} (incarnation {incarnation}) wrote {event:?} while the coordinator on node {} (incarnation {linc}) is still running",
+                                node.0, ln.0
+                            ),
+                        });
+                    }
+                }
+            }
+            TraceEvent::AllocationDecided {
+                node,
+                shard,
+                region,
+            } => {
+                let known = self
+                    .views
+                    .get(node.0 as usize)
+                    .and_then(|v| {
+                        v.iter()
+                            .find(|m| m.node == region.node && m.inc == region.inc)
+                    })
+                    .map(|m| m.status);
+                if !matches!(known, Some(s) if s != MemberStatus::Down && s != MemberStatus::Removed)
+                {
+                    return Some(Violation {
+                        invariant: Invariant::AllocationToDowned,
+                        t,
+                        detail: format!(
+                            "coordinator on node {} allocated shard {shard} to node {} (incarnation {}), which its view shows as {}",
+                            node.0,
+                            region.node.0,
+                            region.inc.0,
+                            known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+}

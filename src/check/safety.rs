@@ -1,0 +1,234 @@
+//! The safety rules over entity and delivery facts:
+//!
+//! - **at-most-one**: never two live incarnations of one entity (live = started, not stopped,
+//!   its node not down), and never one shard hosted by two regions at once;
+//! - **per-sender-order**: for every (sender, entity) the delivered seqs strictly increase
+//!   (gaps are allowed: delivery is at-most-once);
+//! - **no-duplicate**: no (sender, entity, seq) delivered twice; every delivery was sent, and
+//!   reached an incarnation of the entity it was addressed to.
+
+use super::{Invariant, Violation};
+use crate::ids::{EntityId, NodeId, SenderId, ShardId};
+use crate::time::Instant;
+use crate::trace::TraceEvent;
+use std::collections::BTreeMap;
+
+/// Per (sender, entity) delivery record.
+#[derive(Clone, Debug, Default)]
+struct Pair {
+    sent_max: u64,
+    last_delivered: u64,
+    /// Bitmap of delivered seqs 0..64 (bit seq), kept inline: most pairs never need more.
+    first: u64,
+    /// Bitmap of delivered seqs from 64 on (bit seq - 64).
+    more: Vec<u64>,
+}
+
+impl Pair {
+    fn was_delivered(&self, seq: u64) -> bool {
+        if seq < 64 {
+            return self.first & (1 << seq) != 0;
+        }
+        let (w, b) = (((seq - 64) / 64) as usize, seq % 64);
+        self.more.get(w).is_some_and(|x| x & (1 << b) != 0)
+    }
+    fn mark(&mut self, seq: u64) {
+        if seq < 64 {
+            self.first |= 1 << seq;
+            return;
+        }
+        let (w, b) = (((seq - 64) / 64) as usize, seq % 64);
+        if self.more.len() <= w {
+            self.more.resize(w + 1, 0);
+        }
+        self.more[w] |= 1 << b;
+    }
+}
+
+/// The state of the three safety rules. Ids index dense vectors that grow on demand.
+#[derive(Debug, Default)]
+pub(super) struct Safety {
+    /// entity → live incarnations (node, incarnation).
+    live: Vec<Vec<(NodeId, u64)>>,
+    /// shard → hosting nodes.
+    hosts: Vec<Vec<NodeId>>,
+    /// (sender, entity) → record.
+    pairs: BTreeMap<(SenderId, EntityId), Pair>,
+    /// Dense fast path for pairs: sender → entity → record.
+    dense: Vec<Vec<Pair>>,
+}
+
+pub(super) fn slot<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
+    if v.len() <= i {
+        v.resize_with(i + 1, T::default);
+    }
+    &mut v[i]
+}
+
+fn violation(invariant: Invariant, t: Instant, detail: String) -> Option<Violation> {
+    Some(Violation {
+        invariant,
+        t,
+        detail,
+    })
+}
+
+impl Safety {
+    #[inline]
+    fn pair(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
+        let (s, e) = (sender.0 as usize, entity.0 as usize);
+        if s < self.dense.len() && e < self.dense[s].len() {
+            return &mut self.dense[s][e];
+        }
+        self.pair_slow(sender, entity)
+    }
+
+    fn pair_slow(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
+        if sender.0 < 4096 && entity.0 < 1 << 20 {
+            let row = slot(&mut self.dense, sender.0 as usize);
+            return slot(row, entity.0 as usize);
+        }
+        self.pairs.entry((sender, entity)).or_default()
+    }
+
+    /// The rules over every event but Send and Deliver (those come through the direct methods).
+    pub(super) fn on_event(&mut self, t: Instant, ev: &TraceEvent) -> Option<Violation> {
+        match ev {
+            TraceEvent::EntityStarted {
+                entity,
+                node,
+                incarnation,
+                ..
+            } => {
+                let live = slot(&mut self.live, entity.0 as usize);
+                if let Some((other_node, other_inc)) = live.first().copied() {
+                    live.push((*node, *incarnation));
+                    return violation(
+                        Invariant::AtMostOne,
+                        t,
+                        format!(
+                            "entity {entity} started as incarnation {incarnation} on node {node} while incarnation {other_inc} is alive on node {other_node}"
+                        ),
+                    );
+                }
+                live.push((*node, *incarnation));
+            }
+            TraceEvent::EntityStopped {
+                entity,
+                incarnation,
+                ..
+            } => {
+                let live = slot(&mut self.live, entity.0 as usize);
+                live.retain(|(_, i)| i != incarnation);
+            }
+            TraceEvent::NodeDown { node, .. } => {
+                for l in &mut self.live {
+                    l.retain(|(n, _)| n != node);
+                }
+                for h in &mut self.hosts {
+                    h.retain(|n| n != node);
+                }
+            }
+            TraceEvent::ShardHosted { shard, node } => {
+                let hosts = slot(&mut self.hosts, shard.0 as usize);
+                if let Some(other) = hosts.iter().find(|n| *n != node).copied() {
+                    hosts.push(*node);
+                    return violation(
+                        Invariant::AtMostOne,
+                        t,
+                        format!(
+                            "shard {shard} hosted on node {node} while node {other} still hosts it"
+                        ),
+                    );
+                }
+                if !hosts.contains(node) {
+                    hosts.push(*node);
+                }
+            }
+            TraceEvent::ShardUnhosted { shard, node } => {
+                slot(&mut self.hosts, shard.0 as usize).retain(|n| n != node);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// A send: the highest seq sent per pair.
+    #[inline]
+    pub(super) fn on_send(&mut self, sender: SenderId, entity: EntityId, seq: u64) {
+        let p = self.pair(sender, entity);
+        p.sent_max = p.sent_max.max(seq);
+    }
+
+    /// A delivery: no-duplicate, then per-sender-order.
+    pub(super) fn on_deliver(
+        &mut self,
+        t: Instant,
+        sender: SenderId,
+        entity: EntityId,
+        seq: u64,
+        node: NodeId,
+        incarnation: u64,
+    ) -> Option<Violation> {
+        let live_here = self
+            .live
+            .get(entity.0 as usize)
+            .is_some_and(|l| l.iter().any(|(n, i)| *n == node && *i == incarnation));
+        if !live_here {
+            return violation(
+                Invariant::NoDuplicate,
+                t,
+                format!(
+                    "{sender}→{entity} seq {seq} delivered on node {node} to incarnation {incarnation}, which is not a live incarnation of {entity}"
+                ),
+            );
+        }
+        let p = self.pair(sender, entity);
+        if seq == 0 || seq > p.sent_max {
+            return violation(
+                Invariant::NoDuplicate,
+                t,
+                format!(
+                    "{sender}→{entity} seq {seq} delivered but never sent (sent up to {})",
+                    p.sent_max
+                ),
+            );
+        }
+        if p.was_delivered(seq) {
+            return violation(
+                Invariant::NoDuplicate,
+                t,
+                format!("{sender}→{entity} seq {seq} delivered twice (now on node {node}, incarnation {incarnation})"),
+            );
+        }
+        let last = p.last_delivered;
+        p.mark(seq);
+        if seq < last {
+            return violation(
+                Invariant::PerSenderOrder,
+                t,
+                format!(
+                    "{sender}→{entity} seq {seq} delivered after seq {last} (node {node}, incarnation {incarnation})"
+                ),
+            );
+        }
+        p.last_delivered = seq;
+        None
+    }
+
+    /// Live incarnations of `entity`.
+    pub(super) fn live_incarnations(&self, entity: EntityId) -> &[(NodeId, u64)] {
+        self.live
+            .get(entity.0 as usize)
+            .map(|v| v.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Nodes hosting `shard`.
+    pub(super) fn hosts(&self, shard: ShardId) -> &[NodeId] {
+        self.hosts
+            .get(shard.0 as usize)
+            .map(|v| v.as_slice())
+            .unwrap_or(&[])
+    }
+}
