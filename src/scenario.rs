@@ -360,6 +360,9 @@ pub enum Outcome {
     AllocationToDowned,
     /// Something was still pending after every fault healed and the quiet period ended.
     Liveness,
+    /// A role broke a rule of its own state (`Region::check_invariants`,
+    /// `Coordinator::check_invariants`), checked after every `handle`.
+    RoleInvariant,
 }
 
 impl Outcome {
@@ -373,6 +376,7 @@ impl Outcome {
             Outcome::JournalSingleWriter => "journal-single-writer",
             Outcome::AllocationToDowned => "allocation-to-downed",
             Outcome::Liveness => "liveness",
+            Outcome::RoleInvariant => "role-invariant",
         }
     }
 }

@@ -413,6 +413,14 @@ impl World {
         }
     }
 
+    /// A role's own rule broke after its `handle` (issue 9, item 5): a role-invariant violation.
+    fn role_breach(&mut self, node: NodeId, breach: Option<crate::protocol::RoleBreach>) {
+        if let Some(b) = breach {
+            let detail = format!("{} on node {node}: {}: {}", b.role, b.rule, b.detail);
+            self.violate(Outcome::RoleInvariant, detail);
+        }
+    }
+
     /// The node an event is processed on, for pauses.
     fn target(&self, ev: &Ev) -> Option<NodeId> {
         match ev {
@@ -1076,6 +1084,8 @@ impl World {
         let now = self.now;
         if let Some(r) = self.nodes[node.0 as usize].region.as_mut() {
             f(r, now, &mut out);
+            let breach = r.check_invariants();
+            self.role_breach(node, breach);
         }
         self.apply_outputs(node, Role::Region, &mut out);
         self.out = out;
@@ -1091,6 +1101,8 @@ impl World {
         let now = self.now;
         if let Some(c) = self.nodes[node.0 as usize].coordinator.as_mut() {
             c.handle(now, input, &mut out);
+            let breach = c.check_invariants();
+            self.role_breach(node, breach);
         }
         self.apply_outputs(node, Role::Coordinator, &mut out);
         self.out = out;
