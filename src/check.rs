@@ -39,6 +39,9 @@ pub enum Invariant {
     AllocationToDowned,
     /// Something was still pending after every fault healed and the quiet period ended.
     Liveness,
+    /// A role broke a rule of its own state (`Region::check_invariants`,
+    /// `Coordinator::check_invariants`), checked after every input it handles.
+    RoleInvariant,
 }
 
 impl Invariant {
@@ -52,6 +55,7 @@ impl Invariant {
             Invariant::JournalSingleWriter => "journal-single-writer",
             Invariant::AllocationToDowned => "allocation-to-downed",
             Invariant::Liveness => "liveness",
+            Invariant::RoleInvariant => "role-invariant",
         }
     }
 }
@@ -124,6 +128,16 @@ impl Checker {
                 node,
                 incarnation,
             } => self.on_deliver(t, *sender, *entity, *seq, *node, *incarnation),
+            TraceEvent::RoleBreach {
+                node,
+                role,
+                rule,
+                detail,
+            } => Some(Violation {
+                invariant: Invariant::RoleInvariant,
+                t,
+                detail: format!("{role} on node {node}: {rule}: {detail}"),
+            }),
             _ => self
                 .safety
                 .on_event(t, ev)
@@ -411,6 +425,12 @@ pub fn parse_trace_line(
             to: Instant(num("to")?),
         },
         "run_end" => TraceEvent::RunEnd,
+        "role_breach" => TraceEvent::RoleBreach {
+            node: node("node")?,
+            role: text("role")?,
+            rule: text("rule")?,
+            detail: text("detail")?,
+        },
         _ => return Ok(None),
     };
     Ok(Some((Instant(t), e)))
@@ -673,6 +693,12 @@ mod tests {
             TraceEvent::RegionStopped {
                 node: NodeId(2),
                 reason: "removed".into(),
+            },
+            TraceEvent::RoleBreach {
+                node: NodeId(1),
+                role: "region".into(),
+                rule: "buffered-total-within-buffer-size".into(),
+                detail: "51 buffered, buffer-size 50".into(),
             },
             TraceEvent::LivenessPhase {
                 from: Instant(5),

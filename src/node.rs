@@ -21,7 +21,7 @@ use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation,
-    Outbox, Output, Role, Timer,
+    Outbox, Output, Role, RoleBreach, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -184,6 +184,9 @@ pub enum NodeOutput {
     },
     /// The region's coordinator changed (registered with one, or lost it).
     RegionCoordinator(Option<RegionRef>),
+    /// A role's check of its own state failed after it handled an input (reported, never a
+    /// panic).
+    RoleBreach(RoleBreach),
     /// The region stopped itself.
     RegionStopped {
         /// Why.
@@ -399,43 +402,37 @@ impl Node {
     /// [`NodeInput::Request`] as a direct call (the host's hot path).
     #[inline]
     pub fn request(&mut self, now: Instant, env: Envelope, out: &mut impl NodeHost) {
-        let mut o = std::mem::take(&mut self.out);
-        if let Some(r) = self.region.as_mut() {
-            let before = r.coordinator();
-            r.request(env, &mut o);
-            let after = r.coordinator();
-            if after != before {
-                out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
-            }
-        }
-        self.apply(now, Role::Region, &mut o, out);
-        self.out = o;
+        self.in_region(now, out, |r, o| r.request(env, o));
     }
 
     /// [`NodeInput::Deliver`] to the region as a direct call (the host's hot path).
     #[inline]
     pub fn deliver(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut impl NodeHost) {
+        self.in_region(now, out, |r, o| r.deliver(now, from, msg, o));
+    }
+
+    fn region_input(&mut self, now: Instant, input: Input, out: &mut impl NodeHost) {
+        self.in_region(now, out, |r, o| r.handle(now, input, o));
+    }
+
+    /// Run `f` on the region (if it runs), then report what changed and apply its outputs.
+    #[inline]
+    fn in_region(
+        &mut self,
+        now: Instant,
+        out: &mut impl NodeHost,
+        f: impl FnOnce(&mut Region, &mut Outbox),
+    ) {
         let mut o = std::mem::take(&mut self.out);
         if let Some(r) = self.region.as_mut() {
             let before = r.coordinator();
-            r.deliver(now, from, msg, &mut o);
+            f(r, &mut o);
             let after = r.coordinator();
             if after != before {
                 out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
             }
-        }
-        self.apply(now, Role::Region, &mut o, out);
-        self.out = o;
-    }
-
-    fn region_input(&mut self, now: Instant, input: Input, out: &mut impl NodeHost) {
-        let mut o = std::mem::take(&mut self.out);
-        if let Some(r) = self.region.as_mut() {
-            let before = r.coordinator();
-            r.handle(now, input, &mut o);
-            let after = r.coordinator();
-            if after != before {
-                out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
+            if let Some(b) = r.check_invariants() {
+                out.output(NodeOutput::RoleBreach(b));
             }
         }
         self.apply(now, Role::Region, &mut o, out);
@@ -446,6 +443,9 @@ impl Node {
         let mut o = std::mem::take(&mut self.out);
         if let Some(c) = self.coordinator.as_mut() {
             c.handle(now, input, &mut o);
+            if let Some(b) = c.check_invariants() {
+                out.output(NodeOutput::RoleBreach(b));
+            }
         }
         self.apply(now, Role::Coordinator, &mut o, out);
         self.out = o;

@@ -324,3 +324,24 @@ impl Outbox {
         self.0.drain(..)
     }
 }
+
+/// A rule of a role's own state that does not hold after a `handle` (issue 9, item 5): found
+/// by [`Region::check_invariants`](region::Region::check_invariants) or
+/// [`Coordinator::check_invariants`](coordinator::Coordinator::check_invariants), and reported
+/// as data, never by panicking. The host decides what a breach means (the simulator records a
+/// `role-invariant` violation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleBreach {
+    /// `"region"` or `"coordinator"`.
+    pub role: &'static str,
+    /// The rule, as a short kebab-case name (e.g. `buffered-total-within-buffer-size`).
+    pub rule: &'static str,
+    /// What was found, e.g. `1001 buffered, buffer-size 1000`.
+    pub detail: String,
+}
+
+impl std::fmt::Display for RoleBreach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}", self.role, self.rule, self.detail)
+    }
+}

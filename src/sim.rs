@@ -873,6 +873,12 @@ impl NodeHost for World {
             NodeOutput::RegionCoordinator(coordinator) => {
                 self.emit(TraceEvent::RegionCoordinator { node, coordinator })
             }
+            NodeOutput::RoleBreach(b) => self.emit(TraceEvent::RoleBreach {
+                node,
+                role: b.role.to_string(),
+                rule: b.rule.to_string(),
+                detail: b.detail,
+            }),
             NodeOutput::RegionStopped { reason } => self.emit(TraceEvent::RegionStopped {
                 node,
                 reason: reason.to_string(),

@@ -217,6 +217,17 @@ pub enum TraceEvent {
         /// The coordinator's node and incarnation; `None`: not registered.
         coordinator: Option<RegionRef>,
     },
+    /// A role's check of its own state failed after it handled an input.
+    RoleBreach {
+        /// Where.
+        node: NodeId,
+        /// `region` or `coordinator`.
+        role: String,
+        /// The rule, in kebab-case.
+        rule: String,
+        /// What broke it.
+        detail: String,
+    },
     /// A region stopped itself (its node stays up).
     RegionStopped {
         /// Where.
@@ -370,6 +381,7 @@ impl TraceEvent {
             TraceEvent::MemberView { .. } => "member_view",
             TraceEvent::RegionCoordinator { .. } => "region_coordinator",
             TraceEvent::RegionStopped { .. } => "region_stopped",
+            TraceEvent::RoleBreach { .. } => "role_breach",
             TraceEvent::RunEnd => "run_end",
         }
     }
@@ -586,6 +598,17 @@ impl TraceEvent {
             TraceEvent::RegionStopped { node, reason } => {
                 put("node", json!(node.0));
                 put("reason", json!(reason));
+            }
+            TraceEvent::RoleBreach {
+                node,
+                role,
+                rule,
+                detail,
+            } => {
+                put("node", json!(node.0));
+                put("role", json!(role));
+                put("rule", json!(rule));
+                put("detail", json!(detail));
             }
             TraceEvent::RegionRestarted { node } => put("node", json!(node.0)),
             TraceEvent::Violation { invariant, detail } => {

@@ -114,3 +114,50 @@ fn region_that_never_reasks_for_a_shard_home_breaks_liveness() {
     let f = first_violation(&Arc::new(sc), 20).expect("the stranded buffer was never caught");
     assert_eq!(f.invariant, Outcome::Liveness, "{f:?}");
 }
+
+#[test]
+fn region_buffering_past_buffer_size_breaks_its_own_invariant() {
+    // The journal is unavailable from the start: no region can register (the coordinator's
+    // write of ShardRegionRegistered never completes), so every message buffers and a small
+    // buffer-size fills. The faithful region drops the overflow as buffer_full; the broken one
+    // keeps buffering, which no delivery checker sees, but the region's own rule does.
+    let text = r#"
+name = "buffer-overflow"
+[cluster]
+nodes = 2
+[entities]
+count = 100
+shards = 20
+[workload]
+senders-per-node = 2
+interval-ms = [5, 15]
+stop-ms = 6000
+[settings]
+buffer-size = 50
+[[faults]]
+at-ms = 0
+kind = "journal-unavailable"
+[[faults]]
+at-ms = 4000
+kind = "journal-available"
+[run]
+duration-ms = 10000
+"#;
+    let mut sc = Scenario::parse(text, Path::new("buffer-overflow.toml")).unwrap();
+    let faithful = Arc::new(sc.clone());
+    assert_eq!(
+        first_violation(&faithful, 10),
+        None,
+        "the faithful region drops past buffer-size"
+    );
+    sc.options.mutation = Mutation::RegionIgnoresBufferSize;
+    let f = first_violation(&Arc::new(sc), 10).expect("the unbounded buffer was never caught");
+    assert_eq!(f.invariant, Outcome::RoleInvariant, "{f:?}");
+    assert!(
+        f.detail.starts_with("region on node ")
+            && f.detail
+                .contains(": buffered-total-within-buffer-size: 51 buffered, buffer-size 50"),
+        "{}",
+        f.detail
+    );
+}

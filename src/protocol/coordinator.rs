@@ -11,7 +11,7 @@ use crate::protocol::allocation::{ClusterHealth, RegionEntry, ShardAllocationStr
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use crate::protocol::{
     Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Output, Role,
-    Timer,
+    RoleBreach, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -255,6 +255,133 @@ impl Coordinator {
     /// This coordinator's address.
     pub fn addr(&self) -> Addr {
         self.me
+    }
+
+    // ---- invariants ----
+
+    /// The rules this coordinator's state keeps after every `handle`, each true of Akka's
+    /// ShardCoordinator (akka-sharding.md, sections cited per rule); the first broken one, as
+    /// data. The rules over the hand-offs and the stash always run (hand-offs are few); the
+    /// walk over every allocation runs only with debug assertions (as under `cargo test`).
+    pub fn check_invariants(&self) -> Option<RoleBreach> {
+        let breach = |rule: &'static str, detail: String| {
+            Some(RoleBreach {
+                role: "coordinator",
+                rule,
+                detail,
+            })
+        };
+        // §3.2: commands are stashed only while a persist is in flight; once it is durable
+        // the stash is replayed (unstashAll) until the next persist. Likewise a member change
+        // seen while persisting is looked at right after.
+        if self.persisting.is_none() && !self.stopped {
+            if !self.stash.is_empty() {
+                return breach(
+                    "stash-only-while-persisting",
+                    format!("{} stashed inputs, nothing persisting", self.stash.len()),
+                );
+            }
+            if self.members_dirty {
+                return breach(
+                    "stash-only-while-persisting",
+                    "member change pending, nothing persisting".to_string(),
+                );
+            }
+        }
+        let registered =
+            |r: &RegionRef| self.state.regions.contains_key(r) || self.state.proxies.contains(r);
+        for (shard, h) in &self.handoffs {
+            // §4.3, §7 t1: rebalanceInProgress += shard before the RebalanceWorker starts, and
+            // it is cleared only after RebalanceDone: every hand-off is a rebalance in progress.
+            if !self.rebalance_in_progress.contains_key(shard) {
+                return breach(
+                    "handoffs-within-rebalances",
+                    format!("hand-off of shard {shard} is not a rebalance in progress"),
+                );
+            }
+            let (from, pending) = match h {
+                HandOff::AwaitingAcks { from, pending } => (from, Some(pending)),
+                HandOff::AwaitingStop { from } => (from, None),
+            };
+            // §4.3 (the worker's owner is state.shards(shard)), §3.5 step 1 (a terminated
+            // owner ends the hand-off before ShardRegionTerminated is written).
+            if !self.state.regions.contains_key(from) {
+                return breach(
+                    "handoff-owner-registered",
+                    format!("hand-off of shard {shard} from {from}, not a registered region"),
+                );
+            }
+            // §2.2, §7 t2: BeginHandOff goes to state.regions ∪ state.regionProxies; §3.5
+            // step 1 (akka#29463): a terminated region counts as acked before it leaves the
+            // state, so every region still awaited is registered.
+            if let Some(r) = pending.and_then(|p| p.iter().find(|r| !registered(r))) {
+                return breach(
+                    "handoff-awaits-registered-regions",
+                    format!(
+                        "hand-off of shard {shard} awaits {r}, not a registered region or proxy"
+                    ),
+                );
+            }
+        }
+        if cfg!(debug_assertions) {
+            return self.check_state();
+        }
+        None
+    }
+
+    /// The rules of [`Coordinator::check_invariants`] that walk every allocation.
+    fn check_state(&self) -> Option<RoleBreach> {
+        let breach = |rule: &'static str, detail: String| {
+            Some(RoleBreach {
+                role: "coordinator",
+                rule,
+                detail,
+            })
+        };
+        // §3.1: ShardHomeAllocated requires a registered region and ShardRegionTerminated
+        // takes a region's shards with it, so every allocated shard's region is registered and
+        // lists the shard; the lists hold each shard once and nothing else.
+        for (shard, region) in &self.state.shards {
+            match self.state.regions.get(region) {
+                None => {
+                    return breach(
+                        "allocated-to-registered-region",
+                        format!("shard {shard} allocated to {region}, not a registered region"),
+                    )
+                }
+                Some(list) if !list.contains(shard) => {
+                    return breach(
+                        "allocations-match-region-lists",
+                        format!("shard {shard} allocated to {region}, missing from its list"),
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        let listed: usize = self.state.regions.values().map(Vec::len).sum();
+        if listed != self.state.shards.len() {
+            return breach(
+                "allocations-match-region-lists",
+                format!(
+                    "{} shards allocated, region lists hold {listed}",
+                    self.state.shards.len()
+                ),
+            );
+        }
+        // §5.6: proxies are never chosen by allocation; a node's region is either hosting
+        // or proxy-only, so no ref is both.
+        if let Some(p) = self
+            .state
+            .proxies
+            .iter()
+            .find(|p| self.state.regions.contains_key(p))
+        {
+            return breach(
+                "regions-and-proxies-disjoint",
+                format!("{p} is registered as a region and as a proxy"),
+            );
+        }
+        None
     }
 
     // ---- internals ----
@@ -714,5 +841,164 @@ impl Coordinator {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{NodeId, NodeInc};
+    use crate::protocol::allocation::LeastShardAllocationStrategy;
+
+    fn rref(n: u32) -> RegionRef {
+        RegionRef {
+            node: NodeId(n),
+            inc: NodeInc(1),
+        }
+    }
+
+    /// A coordinator on node 0 recovered with regions 1 and 2 registered, shard 7 on region 1.
+    fn coordinator() -> Coordinator {
+        let settings = Settings::default();
+        let strategy = Box::new(LeastShardAllocationStrategy::new(
+            settings.least_shard_allocation_strategy.clone(),
+        ));
+        let journal = [
+            CoordinatorEvent::ShardRegionRegistered { region: rref(1) },
+            CoordinatorEvent::ShardRegionRegistered { region: rref(2) },
+            CoordinatorEvent::ShardHomeAllocated {
+                shard: ShardId(7),
+                region: rref(1),
+            },
+        ];
+        let mut out = Outbox::default();
+        let mut c = Coordinator::recover(
+            Addr::coordinator(rref(0)),
+            settings,
+            ProtocolOptions::default(),
+            strategy,
+            &journal,
+            &mut out,
+        )
+        .unwrap_or_else(|e| unreachable!("{e:?}"));
+        c.handle(
+            Instant::ZERO,
+            Input::Timeout(Timer::StateInitialized),
+            &mut out,
+        );
+        c
+    }
+
+    /// The rule a coordinator breaks, if any.
+    fn broken(c: &Coordinator) -> Option<&'static str> {
+        c.check_invariants().map(|b| {
+            assert_eq!(b.role, "coordinator");
+            b.rule
+        })
+    }
+
+    /// Start a hand-off of shard 7 through the coordinator's own path.
+    fn handing_off() -> Coordinator {
+        let mut c = coordinator();
+        let mut out = Outbox::default();
+        c.start_hand_off(ShardId(7), rref(1), &mut out);
+        assert_eq!(broken(&c), None);
+        c
+    }
+
+    #[test]
+    fn a_recovered_coordinator_and_a_hand_off_keep_every_rule() {
+        let mut c = handing_off();
+        let mut out = Outbox::default();
+        let ack = |n| Input::Deliver {
+            from: Addr::region(rref(n)),
+            msg: Msg::BeginHandOffAck {
+                shard: ShardId(7),
+                region: rref(n),
+            },
+        };
+        c.handle(Instant::ZERO, ack(1), &mut out);
+        assert_eq!(broken(&c), None);
+        c.handle(Instant::ZERO, ack(2), &mut out);
+        assert!(matches!(
+            c.handoffs().get(&ShardId(7)),
+            Some(HandOff::AwaitingStop { .. })
+        ));
+        assert_eq!(broken(&c), None);
+        c.handle(
+            Instant::ZERO,
+            Input::Deliver {
+                from: Addr::region(rref(1)),
+                msg: Msg::ShardStopped { shard: ShardId(7) },
+            },
+            &mut out,
+        );
+        // Deallocation persisting: the rebalance is still in progress, its worker is gone.
+        assert!(c.handoffs().is_empty() && c.persisting.is_some());
+        assert_eq!(broken(&c), None);
+        c.handle(Instant::ZERO, Input::Persisted, &mut out);
+        assert_eq!(broken(&c), None);
+    }
+
+    #[test]
+    fn handoffs_within_rebalances() {
+        let mut c = handing_off();
+        c.rebalance_in_progress.clear();
+        assert_eq!(broken(&c), Some("handoffs-within-rebalances"));
+    }
+
+    #[test]
+    fn handoff_owner_registered() {
+        let mut c = handing_off();
+        c.handoffs
+            .insert(ShardId(7), HandOff::AwaitingStop { from: rref(3) });
+        assert_eq!(broken(&c), Some("handoff-owner-registered"));
+    }
+
+    #[test]
+    fn handoff_awaits_registered_regions() {
+        let mut c = handing_off();
+        let Some(HandOff::AwaitingAcks { pending, .. }) = c.handoffs.get_mut(&ShardId(7)) else {
+            unreachable!("BeginHandOff went to two regions")
+        };
+        pending.insert(rref(3));
+        assert_eq!(broken(&c), Some("handoff-awaits-registered-regions"));
+    }
+
+    #[test]
+    fn stash_only_while_persisting() {
+        let mut c = coordinator();
+        c.stash.push_back(Input::Timeout(Timer::RebalanceTick));
+        assert_eq!(broken(&c), Some("stash-only-while-persisting"));
+        let mut c = coordinator();
+        c.members_dirty = true;
+        assert_eq!(broken(&c), Some("stash-only-while-persisting"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn allocated_to_registered_region() {
+        let mut c = coordinator();
+        c.state.shards.insert(ShardId(8), rref(3));
+        assert_eq!(broken(&c), Some("allocated-to-registered-region"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn allocations_match_region_lists() {
+        let mut c = coordinator();
+        c.state.shards.insert(ShardId(8), rref(2));
+        assert_eq!(broken(&c), Some("allocations-match-region-lists"));
+        let mut c = coordinator();
+        c.state.regions.insert(rref(2), vec![ShardId(9)]);
+        assert_eq!(broken(&c), Some("allocations-match-region-lists"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn regions_and_proxies_disjoint() {
+        let mut c = coordinator();
+        c.state.proxies.insert(rref(2));
+        assert_eq!(broken(&c), Some("regions-and-proxies-disjoint"));
     }
 }

@@ -16,8 +16,8 @@ use crate::protocol::entity::{Entity, EntityFactory, ShardExtractor};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use crate::protocol::shard_map::{ShardMap, DENSE_LIMIT};
 use crate::protocol::{
-    Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, StopReason,
-    Timer,
+    Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, RoleBreach,
+    StopReason, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -72,6 +72,18 @@ impl EntityTable {
             }
         }
         self.other.insert((shard, e), entity);
+    }
+
+    fn contains(&self, shard: ShardId, e: EntityId) -> bool {
+        match self.dense.get(e.0 as usize) {
+            Some(Some((sh, _))) if *sh == shard => true,
+            _ => self.other.contains_key(&(shard, e)),
+        }
+    }
+
+    /// Live entities, every shard together (O(entities): for the invariant checks only).
+    fn len(&self) -> usize {
+        self.dense.iter().filter(|s| s.is_some()).count() + self.other.len()
     }
 
     fn remove(&mut self, shard: ShardId, e: EntityId) {
@@ -198,6 +210,111 @@ impl Region {
         self.buffers.values().flat_map(|b| b.iter().copied())
     }
 
+    // ---- invariants ----
+
+    /// The rules this region's state keeps after every `handle` (and `request`/`deliver`),
+    /// each true of Akka's ShardRegion (akka-sharding.md, sections cited per rule); the first
+    /// broken one, as data. The O(1) rules always run; the rules that walk the buffers, the
+    /// hosted shards or the entities run only with debug assertions (as under `cargo test`),
+    /// to keep the simulator's hot path cheap in release builds.
+    pub fn check_invariants(&self) -> Option<RoleBreach> {
+        let breach = |rule: &'static str, detail: String| {
+            Some(RoleBreach {
+                role: "region",
+                rule,
+                detail,
+            })
+        };
+        // §5.3 (SR:1281-1305): a message arriving when totalSize >= buffer-size goes to dead
+        // letters, so the total across every shard never exceeds buffer-size.
+        if self.buffered_total > self.cfg.settings.buffer_size {
+            return breach(
+                "buffered-total-within-buffer-size",
+                format!(
+                    "{} buffered, buffer-size {}",
+                    self.buffered_total, self.cfg.settings.buffer_size
+                ),
+            );
+        }
+        // §5.6, §5.2 (SR:1399-1437): a proxy-only region never creates a Shard ("Shard must not
+        // be allocated to a proxy only ShardRegion").
+        if !self.hosting && !self.shards.is_empty() {
+            return breach(
+                "proxy-hosts-no-shard",
+                format!("proxy hosts {} shards", self.shards.len()),
+            );
+        }
+        if cfg!(debug_assertions) {
+            return self.check_invariants_walking();
+        }
+        None
+    }
+
+    /// The rules of [`Region::check_invariants`] that walk the region's maps.
+    fn check_invariants_walking(&self) -> Option<RoleBreach> {
+        let breach = |rule: &'static str, detail: String| {
+            Some(RoleBreach {
+                role: "region",
+                rule,
+                detail,
+            })
+        };
+        let mut sum = 0;
+        for (shard, buf) in self.buffers.iter() {
+            // §5.2-§5.3: a shard's buffer is created by appending a message and removed when
+            // it is delivered (MessageBufferMap); an empty one would suppress the
+            // GetShardHome that only the first buffered message of a shard sends.
+            if buf.is_empty() {
+                return breach("no-empty-buffer", format!("shard {shard}"));
+            }
+            // §5.2 (a known other home forwards at once, no buffering) and §5.4
+            // receiveShardHome (SR:1095-1114: learning a remote home delivers the buffer to
+            // it): no buffer waits for a shard whose home is another region.
+            if let Some(home) = self.region_by_shard.get(&shard) {
+                if *home != self.me {
+                    return breach(
+                        "no-buffer-for-a-remote-home",
+                        format!("shard {shard}: {} buffered, home {home}", buf.len()),
+                    );
+                }
+            }
+            sum += buf.len();
+        }
+        // §5.3: buffer-size bounds MessageBufferMap.totalSize, the sum over every shard.
+        if sum != self.buffered_total {
+            return breach(
+                "buffered-total-is-sum-of-buffers",
+                format!(
+                    "buffered total {}, per-shard buffers hold {sum}",
+                    self.buffered_total
+                ),
+            );
+        }
+        // §1, §7 t5-t6: entities are children of their Shard, so a hand-off (or a restart)
+        // that stops a shard stops every entity of it: each live entity belongs to a hosted
+        // shard, and each hosted shard's entity ids are live.
+        let mut hosted_entities = 0;
+        for (shard, s) in self.shards.iter() {
+            for e in s.ids.iter() {
+                if !self.entities.contains(shard, *e) {
+                    return breach(
+                        "entities-are-children-of-hosted-shards",
+                        format!("shard {shard} lists entity {e}, which is not live"),
+                    );
+                }
+            }
+            hosted_entities += s.ids.len();
+        }
+        let live = self.entities.len();
+        if live != hosted_entities {
+            return breach(
+                "entities-are-children-of-hosted-shards",
+                format!("{live} live entities, hosted shards list {hosted_entities}"),
+            );
+        }
+        None
+    }
+
     // ---- message handling ----
 
     fn on_msg(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut Outbox) {
@@ -266,7 +383,9 @@ impl Region {
 
     /// `bufferMessage` with the total `buffer-size` limit (SR:1281-1305).
     fn buffer(&mut self, shard: ShardId, env: Envelope, out: &mut Outbox) {
-        if self.buffered_total >= self.cfg.settings.buffer_size {
+        if self.buffered_total >= self.cfg.settings.buffer_size
+            && self.cfg.options.mutation != Mutation::RegionIgnoresBufferSize
+        {
             out.observe(Observation::Dropped {
                 env,
                 reason: DropReason::BufferFull,
@@ -593,5 +712,168 @@ mod tests {
         assert!(t.get_mut(a, big).is_some() && t.get_mut(b, big).is_none());
         t.remove(a, big);
         assert!(t.get_mut(a, big).is_none());
+    }
+
+    // ---- check_invariants: each rule, faithful and broken ----
+
+    use crate::ids::{NodeId, NodeInc, SenderId};
+    use crate::protocol::entity::{HashExtractor, RecordingFactory};
+
+    fn region(buffer_size: usize, hosting: bool, mutation: Mutation) -> Region {
+        let cfg = Arc::new(RegionConfig {
+            settings: Settings {
+                buffer_size,
+                ..Settings::default()
+            },
+            options: ProtocolOptions {
+                mutation,
+                ..ProtocolOptions::default()
+            },
+            extractor: Arc::new(HashExtractor { shards: 4 }),
+            factory: Arc::new(RecordingFactory),
+        });
+        Region::new(rref(1), hosting, cfg)
+    }
+
+    fn rref(n: u32) -> RegionRef {
+        RegionRef {
+            node: NodeId(n),
+            inc: NodeInc(1),
+        }
+    }
+
+    fn env(entity: u32, seq: u64) -> Envelope {
+        Envelope {
+            sender: SenderId(0),
+            entity: EntityId(entity),
+            seq,
+        }
+    }
+
+    /// The rule a region breaks, if any.
+    fn broken(r: &Region) -> Option<&'static str> {
+        r.check_invariants().map(|b| {
+            assert_eq!(b.role, "region");
+            b.rule
+        })
+    }
+
+    /// A region without a coordinator buffering `n` messages for entity 0's shard.
+    fn buffering(n: u64, buffer_size: usize, mutation: Mutation) -> (Region, ShardId) {
+        let mut r = region(buffer_size, true, mutation);
+        let mut out = Outbox::default();
+        for seq in 1..=n {
+            r.request(env(0, seq), &mut out);
+        }
+        let s = r.cfg.extractor.shard_id(EntityId(0));
+        (r, s)
+    }
+
+    #[test]
+    fn buffered_total_within_buffer_size() {
+        // Faithful: the fourth and fifth messages are dropped as buffer_full.
+        let (r, _) = buffering(5, 3, Mutation::None);
+        assert_eq!(r.buffered_total(), 3);
+        assert_eq!(r.check_invariants(), None);
+        // Broken variant: buffered past buffer-size.
+        let (r, _) = buffering(5, 3, Mutation::RegionIgnoresBufferSize);
+        assert_eq!(r.buffered_total(), 5);
+        assert_eq!(
+            r.check_invariants(),
+            Some(RoleBreach {
+                role: "region",
+                rule: "buffered-total-within-buffer-size",
+                detail: "5 buffered, buffer-size 3".to_string(),
+            })
+        );
+    }
+
+    #[test]
+    fn proxy_hosts_no_shard() {
+        let mut r = region(10, false, Mutation::None);
+        let mut out = Outbox::default();
+        // A proxy told to host a shard ignores it (§5.6).
+        r.deliver(
+            Instant::ZERO,
+            Addr::coordinator(rref(2)),
+            Msg::HostShard { shard: ShardId(1) },
+            &mut out,
+        );
+        assert_eq!(broken(&r), None);
+        r.shards.insert(
+            ShardId(1),
+            Shard {
+                ids: BTreeSet::new(),
+            },
+        );
+        assert_eq!(broken(&r), Some("proxy-hosts-no-shard"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn buffered_total_is_sum_of_buffers() {
+        let (mut r, _) = buffering(2, 10, Mutation::None);
+        assert_eq!(broken(&r), None);
+        r.buffered_total = 1;
+        assert_eq!(broken(&r), Some("buffered-total-is-sum-of-buffers"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn no_empty_buffer() {
+        let (mut r, s) = buffering(1, 10, Mutation::None);
+        let mut out = Outbox::default();
+        // Learning the home delivers the buffer and removes it.
+        r.deliver(
+            Instant::ZERO,
+            Addr::coordinator(rref(2)),
+            Msg::ShardHome {
+                shard: s,
+                region: rref(2),
+            },
+            &mut out,
+        );
+        assert_eq!(r.buffered_shards().count(), 0);
+        assert_eq!(broken(&r), None);
+        r.buffers.insert(ShardId(3), VecDeque::new());
+        assert_eq!(broken(&r), Some("no-empty-buffer"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn no_buffer_for_a_remote_home() {
+        let (mut r, s) = buffering(2, 10, Mutation::None);
+        assert_eq!(broken(&r), None);
+        r.region_by_shard.insert(s, rref(2));
+        assert_eq!(broken(&r), Some("no-buffer-for-a-remote-home"));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn entities_are_children_of_hosted_shards() {
+        let mut r = region(10, true, Mutation::None);
+        let mut out = Outbox::default();
+        let s = r.cfg.extractor.shard_id(EntityId(0));
+        let c = Addr::coordinator(rref(2));
+        r.deliver(Instant::ZERO, c, Msg::HostShard { shard: s }, &mut out);
+        r.request(env(0, 1), &mut out);
+        assert_eq!(r.hosted().count(), 1);
+        assert_eq!(broken(&r), None);
+        // A hand-off stops the shard with its entities: still consistent.
+        r.deliver(Instant::ZERO, c, Msg::BeginHandOff { shard: s }, &mut out);
+        r.request(env(0, 2), &mut out);
+        assert_eq!(broken(&r), None);
+        r.deliver(Instant::ZERO, c, Msg::HandOff { shard: s }, &mut out);
+        assert_eq!(r.hosted().count(), 0);
+        assert_eq!(broken(&r), None);
+        // An entity outliving its shard.
+        r.deliver(Instant::ZERO, c, Msg::HostShard { shard: s }, &mut out);
+        r.request(env(0, 3), &mut out);
+        r.shards.get_mut(&s).unwrap().ids.clear();
+        assert_eq!(broken(&r), Some("entities-are-children-of-hosted-shards"));
+        // A shard listing an entity that is not live.
+        r.shards.get_mut(&s).unwrap().ids.insert(EntityId(0));
+        r.shards.get_mut(&s).unwrap().ids.insert(EntityId(99));
+        assert_eq!(broken(&r), Some("entities-are-children-of-hosted-shards"));
     }
 }

@@ -98,6 +98,10 @@ pub enum Mutation {
     /// A region never asks GetShardHome again for a shard with buffered messages (no Retry
     /// re-ask, none after RegisterAck): a lost request strands the buffer (breaks liveness).
     RegionNeverReasks,
+    /// A region buffers past `buffer-size` instead of dropping with `buffer_full` (SR:1281-1305):
+    /// memory grows without bound while a coordinator is unreachable. No delivery checker sees
+    /// it; the region's own `buffered-total-within-buffer-size` rule does (role-invariant).
+    RegionIgnoresBufferSize,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
