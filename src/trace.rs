@@ -217,17 +217,6 @@ pub enum TraceEvent {
         /// The coordinator's node and incarnation; `None`: not registered.
         coordinator: Option<RegionRef>,
     },
-    /// A role's check of its own state failed after it handled an input.
-    RoleBreach {
-        /// Where.
-        node: NodeId,
-        /// `region` or `coordinator`.
-        role: String,
-        /// The rule, in kebab-case.
-        rule: String,
-        /// What broke it.
-        detail: String,
-    },
     /// A region stopped itself (its node stays up).
     RegionStopped {
         /// Where.
@@ -288,6 +277,18 @@ pub enum TraceEvent {
         /// Which.
         invariant: String,
         /// What happened.
+        detail: String,
+    },
+    /// A role's check of its own state failed after it handled an input (the last variant:
+    /// the trace hash covers variant numbers).
+    RoleBreach {
+        /// Where.
+        node: NodeId,
+        /// `region` or `coordinator`.
+        role: String,
+        /// The rule, in kebab-case.
+        rule: String,
+        /// What broke it.
         detail: String,
     },
 }

@@ -212,6 +212,14 @@ impl Region {
 
     // ---- invariants ----
 
+    /// Whether a constant-time rule of [`Region::check_invariants`] is broken: the host's fast
+    /// door, asked after every input (a user message can only break these).
+    #[inline]
+    pub fn constant_time_rule_broken(&self) -> bool {
+        self.buffered_total > self.cfg.settings.buffer_size
+            || (!self.hosting && !self.shards.is_empty())
+    }
+
     /// The rules this region's state keeps after every `handle` (and `request`/`deliver`),
     /// each true of Akka's ShardRegion (akka-sharding.md, sections cited per rule); the first
     /// broken one, as data. The O(1) rules always run; the rules that walk the buffers, the
@@ -426,6 +434,7 @@ impl Region {
     }
 
     /// `getShard` (SR:1399-1437): create the Shard child if absent. Proxies never host.
+    #[inline]
     fn ensure_shard(&mut self, shard: ShardId, out: &mut Outbox) -> bool {
         if self.shards.contains_key(&shard) {
             return true;

@@ -36,6 +36,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedule `ev` at time `t` (µs), after everything already scheduled at `t`.
+    #[inline]
     pub fn push(&mut self, t: u64, ev: E) {
         self.seq += 1;
         let slot = match self.free.pop() {
