@@ -842,7 +842,7 @@ mod tests {
                                 role: *from,
                             },
                             role: to.role,
-                            msg: msg.clone(),
+                            msg: *msg,
                         },
                     )),
                     NodeOutput::Persist { gen, event } => {
