@@ -778,10 +778,9 @@ mod tests {
     use crate::protocol::settings::{ProtocolOptions, Settings};
     use std::collections::BTreeMap;
 
-    /// One node alone, driven by a host of twenty lines: timers fire in time order, messages to
-    /// itself arrive at once, journal writes are acknowledged after 1 ms.
-    fn run_alone(sends: &[Envelope], until_ms: u64) -> Vec<(Instant, NodeOutput)> {
-        let cfg = Arc::new(NodeConfig {
+    /// Akka's default settings, 10 shards of 100 entities.
+    fn config() -> Arc<NodeConfig> {
+        Arc::new(NodeConfig {
             region: Arc::new(RegionConfig {
                 settings: Settings::default(),
                 options: ProtocolOptions::default(),
@@ -790,12 +789,17 @@ mod tests {
             }),
             membership: MembershipConfig::default(),
             entities: 100,
-        });
+        })
+    }
+
+    /// One node alone, driven by a host of twenty lines: timers fire in time order, messages to
+    /// itself arrive at once, journal writes are acknowledged after 1 ms.
+    fn run_alone(sends: &[Envelope], until_ms: u64) -> Vec<(Instant, NodeOutput)> {
         let me = NodeAddr {
             node: NodeId(0),
             inc: NodeInc(1),
         };
-        let mut node = Node::new(me, true, cfg);
+        let mut node = Node::new(me, true, config());
         let (mut journal, mut next_inc, mut seen) = (Vec::new(), 1, Vec::new());
         let mut queue: BTreeMap<(u64, usize), NodeInput> = BTreeMap::new();
         queue.insert((0, 0), NodeInput::Start { seeds: vec![] });
@@ -905,21 +909,11 @@ mod tests {
         assert!(!seen
             .iter()
             .any(|(_, o)| matches!(o, NodeOutput::Observe { .. })));
-        let cfg = Arc::new(NodeConfig {
-            region: Arc::new(RegionConfig {
-                settings: Settings::default(),
-                options: ProtocolOptions::default(),
-                extractor: Arc::new(TabledExtractor::new(HashExtractor { shards: 10 }, 100)),
-                factory: Arc::new(RecordingFactory),
-            }),
-            membership: MembershipConfig::default(),
-            entities: 100,
-        });
         let me = NodeAddr {
             node: NodeId(0),
             inc: NodeInc(1),
         };
-        let mut node = Node::new(me, true, cfg);
+        let mut node = Node::new(me, true, config());
         let mut next = 1;
         let mut host = Collect {
             out: Vec::new(),

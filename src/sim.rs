@@ -760,15 +760,7 @@ impl NodeHost for World {
     fn output(&mut self, o: NodeOutput) {
         let NodeAddr { node, inc } = self.cur;
         match o {
-            NodeOutput::Send { from, to, msg } => self.send_msg(
-                Addr {
-                    node,
-                    inc,
-                    role: from,
-                },
-                to,
-                msg,
-            ),
+            NodeOutput::Send { from, to, msg } => NodeHost::send(self, from, to, msg),
             NodeOutput::SendCluster { to, msg } => {
                 if to.node.0 as usize >= self.slots.len() {
                     return;

@@ -1,6 +1,8 @@
 //! A checker that never fails proves nothing: for every invariant, a deliberately broken
 //! protocol variant that the fuzzer catches.
 
+mod common;
+
 use shardsim::campaign;
 use shardsim::protocol::settings::Mutation;
 use shardsim::scenario::{Outcome, Scenario};
@@ -66,33 +68,7 @@ fn region_delivering_a_buffered_message_twice_breaks_no_duplicate() {
 fn coordinator_allocating_to_a_removed_region_breaks_allocation_to_downed() {
     // Node 2 joins late (few shards), crashes, is downed; during the long down-removal-margin
     // the coordinator must not allocate new shards to it.
-    let text = r#"
-name = "allocate-to-downed"
-[cluster]
-nodes = 3
-join-at-ms = [0, 0, 2000]
-[entities]
-count = 400
-shards = 200
-[workload]
-senders-per-node = 2
-interval-ms = [20, 60]
-stop-ms = 25000
-[settings]
-down-removal-margin-ms = 15000
-[[faults]]
-at-ms = 3500
-kind = "crash"
-node = 2
-[[faults]]
-at-ms = 4000
-kind = "down"
-node = 2
-by = 0
-[run]
-duration-ms = 30000
-"#;
-    let mut sc = Scenario::parse(text, Path::new("allocate-to-downed.toml")).unwrap();
+    let mut sc = common::data_scenario("allocate-to-downed.toml");
     let faithful = Arc::new(sc.clone());
     assert_eq!(
         first_violation(&faithful, 30),
@@ -121,29 +97,7 @@ fn region_buffering_past_buffer_size_breaks_its_own_invariant() {
     // write of ShardRegionRegistered never completes), so every message buffers and a small
     // buffer-size fills. The faithful region drops the overflow as buffer_full; the broken one
     // keeps buffering, which no delivery checker sees, but the region's own rule does.
-    let text = r#"
-name = "buffer-overflow"
-[cluster]
-nodes = 2
-[entities]
-count = 100
-shards = 20
-[workload]
-senders-per-node = 2
-interval-ms = [5, 15]
-stop-ms = 6000
-[settings]
-buffer-size = 50
-[[faults]]
-at-ms = 0
-kind = "journal-unavailable"
-[[faults]]
-at-ms = 4000
-kind = "journal-available"
-[run]
-duration-ms = 10000
-"#;
-    let mut sc = Scenario::parse(text, Path::new("buffer-overflow.toml")).unwrap();
+    let mut sc = common::data_scenario("buffer-overflow.toml");
     let faithful = Arc::new(sc.clone());
     assert_eq!(
         first_violation(&faithful, 10),

@@ -76,64 +76,10 @@ fn cases() -> Vec<(Scenario, Outcome)> {
     };
     // Node 2 joins late, crashes and is downed; during the long down-removal-margin the broken
     // coordinator allocates to it (as in tests/mutations.rs).
-    let downed = Scenario::parse(
-        r#"
-name = "allocate-to-downed"
-[cluster]
-nodes = 3
-join-at-ms = [0, 0, 2000]
-[entities]
-count = 400
-shards = 200
-[workload]
-senders-per-node = 2
-interval-ms = [20, 60]
-stop-ms = 25000
-[settings]
-down-removal-margin-ms = 15000
-[[faults]]
-at-ms = 3500
-kind = "crash"
-node = 2
-[[faults]]
-at-ms = 4000
-kind = "down"
-node = 2
-by = 0
-[run]
-duration-ms = 30000
-"#,
-        Path::new("allocate-to-downed.toml"),
-    )
-    .unwrap();
+    let downed = common::data_scenario("allocate-to-downed.toml");
     // The journal is unreachable for 4 s, so messages buffer past a small buffer-size (as in
     // tests/mutations.rs): the broken region keeps them, and its own rule reports it.
-    let overflow = Scenario::parse(
-        r#"
-name = "buffer-overflow"
-[cluster]
-nodes = 2
-[entities]
-count = 100
-shards = 20
-[workload]
-senders-per-node = 2
-interval-ms = [5, 15]
-stop-ms = 6000
-[settings]
-buffer-size = 50
-[[faults]]
-at-ms = 0
-kind = "journal-unavailable"
-[[faults]]
-at-ms = 4000
-kind = "journal-available"
-[run]
-duration-ms = 10000
-"#,
-        Path::new("buffer-overflow.toml"),
-    )
-    .unwrap();
+    let overflow = common::data_scenario("buffer-overflow.toml");
     vec![
         (
             mutated(fixed(), Mutation::CoordinatorSkipsShardStopped),

@@ -27,6 +27,11 @@ pub fn toml_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A scenario kept for the tests under `tests/data/` (not fuzzed by the scenario walker).
+pub fn data_scenario(name: &str) -> shardsim::scenario::Scenario {
+    shardsim::scenario::Scenario::load(&root().join("tests/data").join(name)).unwrap()
+}
+
 /// The repository root.
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
