@@ -343,11 +343,6 @@ impl Node {
         self.coordinator.as_ref()
     }
 
-    /// The generation of the current (or last) coordinator here.
-    pub fn coordinator_gen(&self) -> u32 {
-        self.coord_gen
-    }
-
     /// This node's member view.
     pub fn view(&self) -> &[Member] {
         &self.view
