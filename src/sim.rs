@@ -314,8 +314,9 @@ impl World {
         self.extractor.shard_id(e)
     }
 
+    #[inline(always)]
     fn push(&mut self, t: Instant, ev: Ev) {
-        self.queue.push(t.0, ev);
+        self.queue.push_inlined(t.0, ev);
     }
 
     /// Feed an event to the checker and the tracer.
@@ -358,6 +359,7 @@ impl World {
         }
     }
 
+    #[inline]
     fn apply(&mut self, ev: Ev) {
         if self.deferred_total == 0 && self.paused_max <= self.now.0 {
             // No process is paused and none holds deferred events: the common case, decided
@@ -922,14 +924,16 @@ impl NodeHost for World {
         self.stats.deliveries += 1;
         // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
         if self.violation.is_none() {
-            self.violation = self.checker.on_deliver(
+            if let Some(v) = self.checker.on_deliver(
                 self.now,
                 env.sender,
                 env.entity,
                 env.seq,
                 node,
                 incarnation,
-            );
+            ) {
+                self.violation = Some(v);
+            }
         }
         if self.tracer.on() {
             self.tracer.record(

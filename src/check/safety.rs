@@ -25,6 +25,7 @@ struct Pair {
 }
 
 impl Pair {
+    #[inline]
     fn was_delivered(&self, seq: u64) -> bool {
         if seq < 64 {
             return self.first & (1 << seq) != 0;
@@ -32,11 +33,16 @@ impl Pair {
         let (w, b) = (((seq - 64) / 64) as usize, seq % 64);
         self.more.get(w).is_some_and(|x| x & (1 << b) != 0)
     }
+    #[inline]
     fn mark(&mut self, seq: u64) {
         if seq < 64 {
             self.first |= 1 << seq;
             return;
         }
+        self.mark_more(seq);
+    }
+    #[cold]
+    fn mark_more(&mut self, seq: u64) {
         let (w, b) = (((seq - 64) / 64) as usize, seq % 64);
         if self.more.len() <= w {
             self.more.resize(w + 1, 0);
@@ -63,6 +69,60 @@ pub(super) fn slot<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
         v.resize_with(i + 1, T::default);
     }
     &mut v[i]
+}
+
+/// Which delivery rule broke (see [`Safety::on_deliver`]), with what its text needs.
+#[derive(Clone, Copy, Debug)]
+enum DeliverFault {
+    /// The receiving incarnation is not a live incarnation of the entity.
+    NotLive,
+    /// The seq was never sent (the highest sent so far).
+    NeverSent(u64),
+    /// The seq was delivered before.
+    Twice,
+    /// A lower seq after a higher one (the last delivered).
+    Reordered(u64),
+}
+
+/// The violation a broken delivery rule reports: built only when one breaks.
+#[cold]
+#[inline(never)]
+fn deliver_violation(
+    fault: DeliverFault,
+    t: Instant,
+    sender: SenderId,
+    entity: EntityId,
+    seq: u64,
+    node: NodeId,
+    incarnation: u64,
+) -> Violation {
+    let (invariant, detail) = match fault {
+        DeliverFault::NotLive => (
+            Invariant::NoDuplicate,
+            format!(
+                "{sender}→{entity} seq {seq} delivered on node {node} to incarnation {incarnation}, which is not a live incarnation of {entity}"
+            ),
+        ),
+        DeliverFault::NeverSent(sent_max) => (
+            Invariant::NoDuplicate,
+            format!("{sender}→{entity} seq {seq} delivered but never sent (sent up to {sent_max})"),
+        ),
+        DeliverFault::Twice => (
+            Invariant::NoDuplicate,
+            format!("{sender}→{entity} seq {seq} delivered twice (now on node {node}, incarnation {incarnation})"),
+        ),
+        DeliverFault::Reordered(last) => (
+            Invariant::PerSenderOrder,
+            format!(
+                "{sender}→{entity} seq {seq} delivered after seq {last} (node {node}, incarnation {incarnation})"
+            ),
+        ),
+    };
+    Violation {
+        invariant,
+        t,
+        detail,
+    }
 }
 
 fn violation(invariant: Invariant, t: Instant, detail: String) -> Option<Violation> {
@@ -161,6 +221,7 @@ impl Safety {
     }
 
     /// A delivery: no-duplicate, then per-sender-order.
+    #[inline]
     pub(super) fn on_deliver(
         &mut self,
         t: Instant,
@@ -170,47 +231,47 @@ impl Safety {
         node: NodeId,
         incarnation: u64,
     ) -> Option<Violation> {
+        // The rules run without building any text; only a broken one calls the cold path.
+        let fault = self.deliver_fault(sender, entity, seq, node, incarnation)?;
+        Some(deliver_violation(
+            fault,
+            t,
+            sender,
+            entity,
+            seq,
+            node,
+            incarnation,
+        ))
+    }
+
+    /// The delivery rules: which one the delivery breaks, if any.
+    #[inline]
+    fn deliver_fault(
+        &mut self,
+        sender: SenderId,
+        entity: EntityId,
+        seq: u64,
+        node: NodeId,
+        incarnation: u64,
+    ) -> Option<DeliverFault> {
         let live_here = self
             .live
             .get(entity.0 as usize)
             .is_some_and(|l| l.iter().any(|(n, i)| *n == node && *i == incarnation));
         if !live_here {
-            return violation(
-                Invariant::NoDuplicate,
-                t,
-                format!(
-                    "{sender}→{entity} seq {seq} delivered on node {node} to incarnation {incarnation}, which is not a live incarnation of {entity}"
-                ),
-            );
+            return Some(DeliverFault::NotLive);
         }
         let p = self.pair(sender, entity);
         if seq == 0 || seq > p.sent_max {
-            return violation(
-                Invariant::NoDuplicate,
-                t,
-                format!(
-                    "{sender}→{entity} seq {seq} delivered but never sent (sent up to {})",
-                    p.sent_max
-                ),
-            );
+            return Some(DeliverFault::NeverSent(p.sent_max));
         }
         if p.was_delivered(seq) {
-            return violation(
-                Invariant::NoDuplicate,
-                t,
-                format!("{sender}→{entity} seq {seq} delivered twice (now on node {node}, incarnation {incarnation})"),
-            );
+            return Some(DeliverFault::Twice);
         }
         let last = p.last_delivered;
         p.mark(seq);
         if seq < last {
-            return violation(
-                Invariant::PerSenderOrder,
-                t,
-                format!(
-                    "{sender}→{entity} seq {seq} delivered after seq {last} (node {node}, incarnation {incarnation})"
-                ),
-            );
+            return Some(DeliverFault::Reordered(last));
         }
         p.last_delivered = seq;
         None
