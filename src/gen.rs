@@ -103,6 +103,7 @@ impl GenConfig {
             options: ProtocolOptions {
                 handoff_ack_via_owner: true,
                 mutation: Mutation::None,
+                ..ProtocolOptions::default()
             },
             check_single_writer: true,
         }
@@ -265,6 +266,7 @@ fn build(
         entities: EntitySpec {
             count: entities,
             shards,
+            ..EntitySpec::default()
         },
         workload: WorkloadSpec {
             senders_per_node: senders,
@@ -272,6 +274,7 @@ fn build(
             start_ms: 0,
             stop_ms: stop,
             focus: 0,
+            ..WorkloadSpec::default()
         },
         network: NetworkSpec::default(),
         journal: JournalSpec {

@@ -20,8 +20,9 @@ use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation,
-    Outbox, Output, Role, RoleBreach, Timer,
+    Addr, CoordinatorEvent, DropReason, EntityMsg, Envelope, Incarnations, Input, Local,
+    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, ShardMsg,
+    Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -107,6 +108,16 @@ pub enum NodeInput {
     Down(NodeAddr),
     /// Leave the cluster gracefully.
     Leave,
+    /// A message between actors of this node, sent through [`NodeOutput::Local`], arrived.
+    Local(Local),
+    /// An entity decided to passivate after a message (the application's choice, drawn by
+    /// the host's workload): it sends `Passivate` to its Shard.
+    EntityPassivates {
+        /// The entity.
+        entity: EntityId,
+        /// Its incarnation.
+        incarnation: u64,
+    },
     /// The process stops at once (a crash): buffered messages are lost.
     Stop {
         /// Why.
@@ -117,6 +128,14 @@ pub enum NodeInput {
 /// Everything a node asks of its host, applied in order.
 #[derive(Clone, Debug)]
 pub enum NodeOutput {
+    /// A message between actors of this node: deliver it back as [`NodeInput::Local`] after
+    /// the delay `delay` names, always as its own event.
+    Local {
+        /// The message.
+        msg: Local,
+        /// Which delay.
+        delay: LocalDelay,
+    },
     /// Send a sharding message from this node's `from` actor.
     Send {
         /// The sending actor on this node.
@@ -233,13 +252,13 @@ pub trait NodeHost {
     /// frequent fact).
     #[inline]
     fn delivered(&mut self, env: Envelope, incarnation: u64) {
-        self.observe(Observation::Delivered(env), incarnation);
+        self.observe(Observation::Delivered { env, incarnation }, incarnation);
     }
     /// The coordinator journal as recovery would read it now; `None` when it is unreachable
     /// from this node.
     fn journal(&self) -> Option<&[CoordinatorEvent]>;
-    /// The next run-unique entity incarnation number.
-    fn next_incarnation(&mut self) -> u64;
+    /// The run-wide entity incarnation counter (lent to the region for each input).
+    fn incarnations(&mut self) -> &mut Incarnations;
 }
 
 /// A [`NodeHost`] that keeps the outputs as plain data.
@@ -249,7 +268,7 @@ pub struct Collect<'a> {
     /// What recovery reads (`None`: unreachable).
     pub journal: Option<&'a [CoordinatorEvent]>,
     /// The run-wide incarnation counter.
-    pub next_incarnation: &'a mut u64,
+    pub incarnations: &'a mut Incarnations,
 }
 
 impl NodeHost for Collect<'_> {
@@ -259,10 +278,8 @@ impl NodeHost for Collect<'_> {
     fn journal(&self) -> Option<&[CoordinatorEvent]> {
         self.journal
     }
-    fn next_incarnation(&mut self) -> u64 {
-        let i = *self.next_incarnation;
-        *self.next_incarnation += 1;
-        i
+    fn incarnations(&mut self) -> &mut Incarnations {
+        self.incarnations
     }
 }
 
@@ -284,8 +301,6 @@ pub struct Node {
     /// Armed timers and their generations.
     timers: BTreeMap<NodeTimer, u64>,
     timer_gen: u64,
-    /// entity → its current incarnation here (0: none).
-    entity_inc: Vec<u64>,
     /// Scratch buffers, reused across calls.
     out: Outbox,
     mout: Vec<MOutput>,
@@ -313,7 +328,6 @@ impl Node {
             view: Vec::new(),
             timers: BTreeMap::new(),
             timer_gen: 0,
-            entity_inc: vec![0; cfg.entities as usize],
             out: Outbox::default(),
             mout: Vec::new(),
             cfg,
@@ -390,6 +404,25 @@ impl Node {
             }
             NodeInput::Down(target) => self.membership_input(now, MInput::DownCommand(target), out),
             NodeInput::Leave => self.membership_input(now, MInput::Leave, out),
+            NodeInput::Local(msg) => {
+                let protocol = !matches!(
+                    msg,
+                    Local::ToShard {
+                        msg: ShardMsg::User(_),
+                        ..
+                    } | Local::ToEntity {
+                        msg: EntityMsg::User(_),
+                        ..
+                    }
+                );
+                self.in_region(now, out, protocol, |r, o| r.local(now, msg, o))
+            }
+            NodeInput::EntityPassivates {
+                entity,
+                incarnation,
+            } => self.in_region(now, out, true, |r, o| {
+                r.entity_passivates(entity, incarnation, o)
+            }),
             NodeInput::Stop { reason } => self.shutdown(reason, out),
         }
     }
@@ -424,6 +457,7 @@ impl Node {
         f: impl FnOnce(&mut Region, &mut Outbox),
     ) {
         let mut o = std::mem::take(&mut self.out);
+        o.1 = *out.incarnations();
         if let Some(r) = self.region.as_mut() {
             let before = if may_reregister {
                 r.coordinator()
@@ -431,6 +465,7 @@ impl Node {
                 None
             };
             f(r, &mut o);
+            *out.incarnations() = o.1;
             if may_reregister {
                 let after = r.coordinator();
                 if after != before {
@@ -438,9 +473,9 @@ impl Node {
                 }
             }
             // Every rule after a protocol input (the rules that walk the region's maps only
-            // with debug assertions, as under `cargo test`); after a user message, the
-            // constant-time rules (a user message buffers, forwards or delivers, and starts
-            // at most one entity of an already hosted shard).
+            // with debug assertions, as under `cargo test`); after a user message (to the
+            // region, a Shard or an entity), the constant-time rules (a user message buffers,
+            // forwards or delivers, and starts at most one entity or Shard).
             let check = if may_reregister {
                 r.constant_time_rule_broken() || cfg!(debug_assertions)
             } else {
@@ -501,8 +536,6 @@ impl Node {
         }
     }
 
-    /// Apply one role's outputs: the node-local ones here, the rest to the host.
-    #[inline]
     /// Put the (drained) outbox back, keeping its allocation. The placeholder `mem::take` left
     /// has no allocation: forgetting it frees nothing and saves its drop glue on the hot path.
     #[inline]
@@ -513,6 +546,7 @@ impl Node {
         debug_assert_eq!(placeholder.0.capacity(), 0);
         std::mem::forget(placeholder);
     }
+    /// Apply one role's outputs: the node-local ones here, the rest to the host.
     fn apply(&mut self, now: Instant, role: Role, o: &mut Outbox, out: &mut impl NodeHost) {
         for x in o.drain() {
             match x {
@@ -527,9 +561,10 @@ impl Node {
                     gen: self.coord_gen,
                     event,
                 }),
-                Output::Observe(Observation::Delivered(env)) => {
-                    out.delivered(env, self.incarnation_of(env.entity))
+                Output::Observe(Observation::Delivered { env, incarnation }) => {
+                    out.delivered(env, incarnation)
                 }
+                Output::Local { msg, delay } => out.output(NodeOutput::Local { msg, delay }),
                 Output::Observe(obs) => self.observe(obs, out),
                 Output::Stop { reason } => match role {
                     Role::Coordinator => self.stop_coordinator(now, reason, out),
@@ -545,27 +580,12 @@ impl Node {
     /// Entity incarnation numbering, then the fact to the host.
     fn observe(&mut self, obs: Observation, out: &mut impl NodeHost) {
         let incarnation = match &obs {
-            Observation::EntityStarted { entity, .. } => {
-                let inc = out.next_incarnation();
-                if let Some(slot) = self.entity_inc.get_mut(entity.0 as usize) {
-                    *slot = inc;
-                }
-                inc
-            }
-            Observation::EntityStopped { entity, .. } => self
-                .entity_inc
-                .get_mut(entity.0 as usize)
-                .map(|slot| std::mem::replace(slot, 0))
-                .unwrap_or(0),
-            Observation::Delivered(env) => self.incarnation_of(env.entity),
+            Observation::EntityStarted { incarnation, .. }
+            | Observation::EntityStopped { incarnation, .. }
+            | Observation::Delivered { incarnation, .. } => *incarnation,
             _ => 0,
         };
         out.observe(obs, incarnation);
-    }
-
-    /// The live incarnation of `entity` here (0: none).
-    pub fn incarnation_of(&self, entity: EntityId) -> u64 {
-        self.entity_inc.get(entity.0 as usize).copied().unwrap_or(0)
     }
 
     fn membership_input(&mut self, now: Instant, input: MInput, out: &mut impl NodeHost) {
@@ -756,7 +776,6 @@ impl Node {
         self.coordinator = None;
         self.view.clear();
         self.timers.clear();
-        self.entity_inc.iter_mut().for_each(|x| *x = 0);
         out.output(NodeOutput::Shutdown { reason });
     }
 
@@ -798,14 +817,16 @@ mod tests {
     }
 
     /// One node alone, driven by a host of twenty lines: timers fire in time order, messages to
-    /// itself arrive at once, journal writes are acknowledged after 1 ms.
+    /// itself and its local messages arrive at once, journal writes are acknowledged after
+    /// 1 ms.
     fn run_alone(sends: &[Envelope], until_ms: u64) -> Vec<(Instant, NodeOutput)> {
         let me = NodeAddr {
             node: NodeId(0),
             inc: NodeInc(1),
         };
         let mut node = Node::new(me, true, config());
-        let (mut journal, mut next_inc, mut seen) = (Vec::new(), 1, Vec::new());
+        let (mut journal, mut next_inc, mut seen) =
+            (Vec::new(), Incarnations { next: 1 }, Vec::new());
         let mut queue: BTreeMap<(u64, usize), NodeInput> = BTreeMap::new();
         queue.insert((0, 0), NodeInput::Start { seeds: vec![] });
         for (i, env) in sends.iter().enumerate() {
@@ -823,7 +844,7 @@ mod tests {
             let mut host = Collect {
                 out: Vec::new(),
                 journal: Some(&journal),
-                next_incarnation: &mut next_inc,
+                incarnations: &mut next_inc,
             };
             node.handle(now, input, &mut host);
             for o in host.out {
@@ -858,6 +879,8 @@ mod tests {
                         journal.push(*event);
                         Some((t + 1000, NodeInput::Persisted { gen: *gen }))
                     }
+                    // Local messages at once, entity stops instantly.
+                    NodeOutput::Local { msg, .. } => Some((t, NodeInput::Local(*msg))),
                     _ => None,
                 };
                 if let Some((at, input)) = next {
@@ -893,7 +916,7 @@ mod tests {
             .iter()
             .filter_map(|(_, o)| match o {
                 NodeOutput::Observe {
-                    obs: Observation::Delivered(env),
+                    obs: Observation::Delivered { env, .. },
                     incarnation,
                 } => Some((env.seq, *incarnation)),
                 _ => None,
@@ -919,11 +942,11 @@ mod tests {
             inc: NodeInc(1),
         };
         let mut node = Node::new(me, true, config());
-        let mut next = 1;
+        let mut next = Incarnations { next: 1 };
         let mut host = Collect {
             out: Vec::new(),
             journal: None,
-            next_incarnation: &mut next,
+            incarnations: &mut next,
         };
         node.handle(Instant(0), NodeInput::Request(cfg_sends[0]), &mut host);
         node.handle(

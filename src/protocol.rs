@@ -13,6 +13,7 @@ pub mod entity;
 pub mod msg;
 pub mod region;
 pub mod settings;
+pub mod shard;
 pub mod shard_map;
 
 pub use msg::{CoordinatorEvent, Envelope, Msg};
@@ -136,13 +137,37 @@ pub enum Timer {
     /// (the journal plugin's call-timeout); the coordinator then stops and its back-off
     /// supervisor restarts it (`coordinator-failure-backoff`).
     PersistTimeout,
+    /// A Shard's timer (the Shard is a child of the region, so its timers are the region's):
+    /// `uid` names the Shard actor, so a timer of a stopped Shard never reaches its successor.
+    Shard {
+        /// The shard.
+        shard: ShardId,
+        /// The Shard actor's uid in its region.
+        uid: u32,
+        /// Which timer.
+        kind: ShardTimer,
+    },
+}
+
+/// The timers of a Shard (akka-sharding.md §2.7).
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+pub enum ShardTimer {
+    /// HandOffStopper `StopTimeout`: `(handoff-timeout - 5 s).max(1 s)` after `HandOff`, the
+    /// entities that have not stopped are stopped by force (SR:530-541).
+    HandOffStopTimeout,
+    /// `PassivationTimedOut(entity)`: `passivation.stop-timeout` after the stop message went to
+    /// a passivating entity, it is stopped by force (akka#32439).
+    PassivationTimedOut(EntityId),
+    /// `PassivateIntervalTick` of the idle strategy: every `idle-timeout / 2`, entities idle for
+    /// longer than the timeout are passivated (§9.1).
+    PassivateIdleTick,
 }
 
 impl Timer {
     /// The role owning this timer.
     pub fn role(self) -> Role {
         match self {
-            Timer::RegionRetry | Timer::RegisterRetry => Role::Region,
+            Timer::RegionRetry | Timer::RegisterRetry | Timer::Shard { .. } => Role::Region,
             _ => Role::Coordinator,
         }
     }
@@ -178,6 +203,13 @@ pub enum StopReason {
     RegionRestart,
     /// The node went down.
     NodeDown,
+    /// Passivated: its own `Passivate`, or the idle strategy (§8).
+    Passivation,
+    /// Stopped by force: the passivation stop-timeout or the HandOffStopper's stop timeout
+    /// fired first, or its Shard stopped under it.
+    Forced,
+    /// It stopped by itself, without passivating (akka#29359, §12 B31).
+    SelfStop,
 }
 
 /// Why a user message was dropped.
@@ -198,6 +230,16 @@ pub enum DropReason {
     Network,
     /// Buffered at a region whose node went down.
     NodeDown,
+    /// In the mailbox of an entity that stopped or was stopping when it arrived: Akka
+    /// documents that such messages are lost (§8 step 6).
+    EntityStopped,
+    /// Sent to a Shard that was handing off: in hand-off a Shard handles only `Terminated`,
+    /// so entity messages become dead letters (§12 B23).
+    HandingOffShard,
+    /// Buffered in the Shard for a passivating entity when the Shard stopped (hand-off).
+    ShardBufferLost,
+    /// Sent to a Shard actor that had already stopped (a dead letter on the node).
+    ShardGone,
 }
 
 /// Facts for checkers and the trace. Protocol code never reads them back.
@@ -209,16 +251,25 @@ pub enum Observation {
         entity: EntityId,
         /// Its shard.
         shard: ShardId,
+        /// The run-unique incarnation number (from [`Outbox::new_incarnation`]).
+        incarnation: u64,
     },
-    /// An entity stopped.
+    /// An entity terminated.
     EntityStopped {
         /// The entity.
         entity: EntityId,
         /// Why.
         reason: StopReason,
+        /// Which incarnation.
+        incarnation: u64,
     },
-    /// A user message reached its entity.
-    Delivered(Envelope),
+    /// A user message reached its entity (the entity processed it).
+    Delivered {
+        /// The message.
+        env: Envelope,
+        /// The entity incarnation that processed it.
+        incarnation: u64,
+    },
     /// A user message was dropped.
     Dropped {
         /// The message.
@@ -290,6 +341,14 @@ pub enum Output {
     Persist(CoordinatorEvent),
     /// A fact for the checkers and the trace.
     Observe(Observation),
+    /// A message between actors of this node (region, Shard, entity): always its own event,
+    /// after the node's local delay (or, for an entity's termination, its stop duration).
+    Local {
+        /// The message.
+        msg: Local,
+        /// Which delay the host applies.
+        delay: LocalDelay,
+    },
     /// The actor stops itself (coordinator: persist failure; region: its node was removed).
     /// The host drops it; a supervisor may start a new one.
     Stop {
@@ -298,11 +357,126 @@ pub enum Output {
     },
 }
 
+/// A message between the actors of one node (akka-sharding.md §2.4, §2.5): the region and its
+/// Shards, a Shard and its entities. `uid` names a Shard actor within its region, `inc` an
+/// entity actor, so a message for an actor that stopped never reaches its successor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Local {
+    /// Region → Shard.
+    ToShard {
+        /// The shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+        /// The message.
+        msg: ShardMsg,
+    },
+    /// Shard → region: `ShardInitialized` (SH:606).
+    ShardInitialized {
+        /// The shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+    },
+    /// Death watch: the Shard actor terminated (`Terminated(shard)` at the region).
+    ShardTerminated {
+        /// The shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+    },
+    /// Shard → entity.
+    ToEntity {
+        /// The entity's shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+        /// The entity.
+        entity: EntityId,
+        /// The entity actor.
+        inc: u64,
+        /// The message.
+        msg: EntityMsg,
+    },
+    /// Entity → Shard: `Passivate(stopMessage)` (§8 step 1).
+    Passivate {
+        /// The entity's shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+        /// The entity.
+        entity: EntityId,
+        /// The entity actor.
+        inc: u64,
+    },
+    /// Death watch: the entity actor terminated (`EntityTerminated`, SH:918-981).
+    EntityTerminated {
+        /// The entity's shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+        /// The entity.
+        entity: EntityId,
+        /// The entity actor.
+        inc: u64,
+    },
+}
+
+/// What a region tells one of its Shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardMsg {
+    /// A user message for one of its entities.
+    User(Envelope),
+    /// `HandOff` forwarded from the coordinator's RebalanceWorker (`from`).
+    HandOff {
+        /// Where `ShardStopped` goes.
+        from: Addr,
+    },
+}
+
+/// What a Shard tells one of its entities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntityMsg {
+    /// A user message.
+    User(Envelope),
+    /// The stop message: `handOffStopMessage` (hand-off, idle passivation) or the entity's own
+    /// `Passivate` stop message. The entity stops when it processes it.
+    Stop(StopReason),
+}
+
+/// Which delay a [`Output::Local`] message takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalDelay {
+    /// The node's local message delay (default 0: still its own event).
+    Message,
+    /// An entity's stop: the time from processing its stop message to its termination,
+    /// drawn by the host from the scenario's range.
+    EntityStop,
+}
+
 /// The output buffer passed to `handle`. Reused across calls by the host.
 #[derive(Debug, Default)]
-pub struct Outbox(pub Vec<Output>);
+pub struct Outbox(pub Vec<Output>, pub Incarnations);
+
+/// The run-wide entity incarnation counter, lent to a role for one `handle` call by its host
+/// (incarnation numbers are unique in a run, so the trace can name them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Incarnations {
+    /// The next number to hand out.
+    pub next: u64,
+}
 
 impl Outbox {
+    /// A fresh entity incarnation number.
+    pub fn new_incarnation(&mut self) -> u64 {
+        let i = self.1.next;
+        self.1.next += 1;
+        i
+    }
+    /// Send a local message.
+    pub fn local(&mut self, msg: Local, delay: LocalDelay) {
+        self.0.push(Output::Local { msg, delay });
+    }
     /// Queue a message.
     pub fn send(&mut self, to: Addr, msg: Msg) {
         self.0.push(Output::Send { to, msg });

@@ -19,6 +19,8 @@ pub enum Stream {
     Journal = 2,
     /// Fault plans and swarm profiles.
     Faults = 3,
+    /// Entity behaviour: stop durations, entity-initiated passivation.
+    Entities = 4,
 }
 
 impl Rng {

@@ -239,6 +239,12 @@ pub struct EntitySpec {
     pub count: u32,
     /// Number of shards of the default hash extractor.
     pub shards: u32,
+    /// How long an entity takes from processing its stop message to its termination
+    /// (postStop, finishing its work), uniform in [min, max] ms; also a stop by force.
+    pub stop_ms: [u64; 2],
+    /// Delay of a message between actors of one node (region, Shard, entity), in µs. Even at
+    /// 0 such a message is its own event, so a message can arrive while a stop is in flight.
+    pub local_delay_us: u64,
 }
 
 impl Default for EntitySpec {
@@ -246,6 +252,8 @@ impl Default for EntitySpec {
         EntitySpec {
             count: 100,
             shards: 10,
+            stop_ms: [0, 0],
+            local_delay_us: 0,
         }
     }
 }
@@ -266,6 +274,9 @@ pub struct WorkloadSpec {
     /// Each sender addresses only this many entities (0: the whole population), chosen per
     /// sender from the seed. Small focus sets make per-entity ordering races likelier.
     pub focus: u32,
+    /// Chance that an entity, after processing a message, sends `Passivate` to its Shard
+    /// (entity-initiated passivation, akka-sharding.md §8).
+    pub passivate_probability: f64,
 }
 
 impl Default for WorkloadSpec {
@@ -276,6 +287,7 @@ impl Default for WorkloadSpec {
             start_ms: 0,
             stop_ms: 60_000,
             focus: 0,
+            passivate_probability: 0.0,
         }
     }
 }
@@ -455,6 +467,16 @@ impl Scenario {
             return err(
                 "workload.interval-ms",
                 format!("need 0 < min <= max, got [{a}, {b}]"),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.workload.passivate_probability) {
+            return err("workload.passivate-probability", "must be in [0, 1]".into());
+        }
+        let [a, b] = self.entities.stop_ms;
+        if a > b {
+            return err(
+                "entities.stop-ms",
+                format!("need min <= max, got [{a}, {b}]"),
             );
         }
         let [a, b] = self.network.latency_ms;

@@ -16,14 +16,16 @@ pub mod workload;
 
 use crate::check::{Checker, Violation};
 use crate::fault::TimedFault;
-use crate::ids::{NodeId, NodeInc, ShardId};
+use crate::ids::{EntityId, NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, MemberStatus, Msg, Observation, Role,
+    Addr, CoordinatorEvent, DropReason, EntityMsg, Envelope, Incarnations, Local, LocalDelay,
+    MemberStatus, Msg, Observation, Role, ShardMsg,
 };
+use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
@@ -119,6 +121,19 @@ enum Ev {
         idx: u32,
     },
     LivenessPhase,
+    /// An entity decided to passivate (drawn when it processed a message).
+    Passivate {
+        node: NodeId,
+        inc: NodeInc,
+        entity: EntityId,
+        incarnation: u64,
+    },
+    /// A message between actors of one node incarnation (region, Shard, entity).
+    Local {
+        node: NodeId,
+        inc: NodeInc,
+        msg: Local,
+    },
     /// A pause ends: flush what arrived meanwhile.
     Resume {
         node: NodeId,
@@ -154,7 +169,9 @@ pub struct World {
     paused_max: u64,
     slots: Vec<Slot>,
     next_inc: u32,
-    next_incarnation: u64,
+    incarnations: Incarnations,
+    /// Entity behaviour: stop durations, entity-initiated passivation.
+    entity_rng: Rng,
     net: Net,
     journal: Journal,
     workload: Workload,
@@ -209,7 +226,8 @@ impl World {
             paused_max: 0,
             slots,
             next_inc: 1,
-            next_incarnation: 1,
+            incarnations: Incarnations { next: 1 },
+            entity_rng: Rng::fork(seed, Stream::Entities),
             net: Net::new(n, sc.network.clone(), seed),
             journal: Journal::new(sc.journal.clone(), seed),
             workload: Workload::new(&sc, seed),
@@ -349,9 +367,11 @@ impl World {
         match ev {
             Ev::Deliver { to, .. } => Some(to.node),
             Ev::Cluster { to, .. } => Some(to.node),
-            Ev::Timer { node, .. } | Ev::Persisted { node, .. } | Ev::Resume { node } => {
-                Some(*node)
-            }
+            Ev::Timer { node, .. }
+            | Ev::Persisted { node, .. }
+            | Ev::Local { node, .. }
+            | Ev::Passivate { node, .. }
+            | Ev::Resume { node } => Some(*node),
             Ev::Send { sender } => Some(self.workload.node_of(*sender)),
             Ev::JournalWrite { .. } | Ev::Join { .. } | Ev::Fault { .. } | Ev::LivenessPhase => {
                 None
@@ -453,6 +473,30 @@ impl World {
             Ev::Send { sender } => self.on_send(sender),
             Ev::Fault { idx } => self.on_fault(idx as usize),
             Ev::LivenessPhase => self.on_liveness_phase(),
+            Ev::Local { node, inc, msg } => {
+                if self.running(node, inc) {
+                    self.with_node(node, NodeInput::Local(msg));
+                } else if let Some(env) = local_user_message(&msg) {
+                    // The node incarnation is gone, with its mailboxes.
+                    self.drop_msg(node, env, DropReason::NodeDown);
+                }
+            }
+            Ev::Passivate {
+                node,
+                inc,
+                entity,
+                incarnation,
+            } => {
+                if self.running(node, inc) {
+                    self.with_node(
+                        node,
+                        NodeInput::EntityPassivates {
+                            entity,
+                            incarnation,
+                        },
+                    );
+                }
+            }
             Ev::Resume { .. } => {}
         }
     }
@@ -695,7 +739,7 @@ impl World {
 
     fn on_observation(&mut self, node: NodeId, obs: Observation, incarnation: u64) {
         match obs {
-            Observation::EntityStarted { entity, shard } => {
+            Observation::EntityStarted { entity, shard, .. } => {
                 self.stats.entity_starts += 1;
                 self.emit(TraceEvent::EntityStarted {
                     entity,
@@ -704,7 +748,7 @@ impl World {
                     incarnation,
                 });
             }
-            Observation::EntityStopped { entity, reason } => {
+            Observation::EntityStopped { entity, reason, .. } => {
                 self.emit(TraceEvent::EntityStopped {
                     entity,
                     node,
@@ -712,7 +756,7 @@ impl World {
                     reason,
                 });
             }
-            Observation::Delivered(env) => self.delivered(env, incarnation),
+            Observation::Delivered { env, .. } => self.delivered(env, incarnation),
             Observation::Dropped { env, reason } => self.drop_msg(node, env, reason),
             Observation::ShardHosted(shard) => self.emit(TraceEvent::ShardHosted { shard, node }),
             Observation::ShardUnhosted(shard) => {
@@ -762,6 +806,24 @@ impl NodeHost for World {
     fn output(&mut self, o: NodeOutput) {
         let NodeAddr { node, inc } = self.cur;
         match o {
+            NodeOutput::Local { msg, delay } => {
+                let after = match delay {
+                    LocalDelay::Message => self.sc.entities.local_delay_us,
+                    LocalDelay::EntityStop => {
+                        let [lo, hi] = self.sc.entities.stop_ms;
+                        let ms = if lo == hi {
+                            lo
+                        } else {
+                            self.entity_rng.range(lo, hi)
+                        };
+                        ms * 1_000 + self.sc.entities.local_delay_us
+                    }
+                };
+                self.push(
+                    self.now + Duration::from_micros(after),
+                    Ev::Local { node, inc, msg },
+                );
+            }
             NodeOutput::Send { from, to, msg } => NodeHost::send(self, from, to, msg),
             NodeOutput::SendCluster { to, msg } => {
                 if to.node.0 as usize >= self.slots.len() {
@@ -922,6 +984,21 @@ impl NodeHost for World {
     fn delivered(&mut self, env: Envelope, incarnation: u64) {
         let node = self.cur.node;
         self.stats.deliveries += 1;
+        let p = self.sc.workload.passivate_probability;
+        if p > 0.0 && self.entity_rng.chance(p) {
+            // The entity's own decision after this message: it sends Passivate to its Shard,
+            // an input to the node after this one.
+            let inc = self.cur.inc;
+            self.push(
+                self.now,
+                Ev::Passivate {
+                    node,
+                    inc,
+                    entity: env.entity,
+                    incarnation,
+                },
+            );
+        }
         // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
         if self.violation.is_none() {
             if let Some(v) = self.checker.on_deliver(
@@ -956,10 +1033,8 @@ impl NodeHost for World {
         reachable.then_some(&self.journal.events[..])
     }
 
-    fn next_incarnation(&mut self) -> u64 {
-        let i = self.next_incarnation;
-        self.next_incarnation += 1;
-        i
+    fn incarnations(&mut self) -> &mut Incarnations {
+        &mut self.incarnations
     }
 }
 
@@ -989,5 +1064,20 @@ mod tests {
             std::mem::size_of::<super::Ev>(),
             std::mem::size_of::<crate::bare::BareEvent>()
         );
+    }
+}
+
+/// The user message a local message carries, if any.
+fn local_user_message(msg: &Local) -> Option<Envelope> {
+    match msg {
+        Local::ToShard {
+            msg: ShardMsg::User(env),
+            ..
+        }
+        | Local::ToEntity {
+            msg: EntityMsg::User(env),
+            ..
+        } => Some(*env),
+        _ => None,
     }
 }

@@ -3,7 +3,7 @@
 //! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
 
 use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
-use crate::protocol::{CoordinatorEvent, DropReason, Member, Msg, StopReason, Timer};
+use crate::protocol::{CoordinatorEvent, DropReason, Member, Msg, ShardTimer, StopReason, Timer};
 use crate::time::Instant;
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
@@ -506,6 +506,14 @@ impl TraceEvent {
                         ("DelayedShardRegionTerminated", None)
                     }
                     Timer::PersistTimeout => ("PersistTimeout", None),
+                    Timer::Shard { shard, kind, .. } => (
+                        match kind {
+                            ShardTimer::HandOffStopTimeout => "HandOffStopTimeout",
+                            ShardTimer::PassivationTimedOut(_) => "PassivationTimedOut",
+                            ShardTimer::PassivateIdleTick => "PassivateIdleTick",
+                        },
+                        Some(*shard),
+                    ),
                 };
                 put("timer", json!(name));
                 if let Some(s) = shard {

@@ -729,7 +729,10 @@ impl Coordinator {
                     self.termination_in_progress.remove(&r);
                 }
             }
-            Timer::PersistTimeout | Timer::RegionRetry | Timer::RegisterRetry => {}
+            Timer::PersistTimeout
+            | Timer::RegionRetry
+            | Timer::RegisterRetry
+            | Timer::Shard { .. } => {}
         }
     }
 

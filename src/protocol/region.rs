@@ -1,100 +1,39 @@
-//! ShardRegion (akka-sharding.md §5) with its child Shards and their entities (§6).
+//! ShardRegion (akka-sharding.md §5) and its child Shards (§6, in [`super::shard`]).
 //!
 //! Sans-IO: call [`Region::handle`] with the current time and one [`Input`], then apply every
 //! [`Output`](crate::protocol::Output) in order. A region runs in hosting mode, or proxy-only
 //! mode (§5.6) where it routes and buffers but never hosts shards.
 //!
-//! Modelling choices (documented deviations of granularity, not of behaviour):
-//! - A Shard initialises synchronously (no lease, no remember-entities), so `ShardInitialized`
-//!   happens inside the `HostShard`/`ShardHome(self)` handler and the shard's buffer is delivered
-//!   right then (§5.3).
-//! - Entities process a message synchronously, so the hand-off stop message stops them at once
-//!   and `ShardStopped` is sent in the `HandOff` handler (§7 t5-t6 collapsed).
+//! The region owns its Shards and routes their local messages ([`Region::local`]): a message
+//! between the region, a Shard and an entity is its own event, so the region keeps Akka's
+//! `startingShards` (a Shard created but not yet `ShardInitialized`) and `handingOff` (a Shard
+//! told to hand off and not yet terminated) as states of its shard slots.
 
 use crate::ids::{EntityId, RegionRef, ShardId};
-use crate::protocol::entity::{Entity, EntityFactory, ShardExtractor};
+use crate::protocol::entity::{EntityFactory, ShardExtractor};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
-use crate::protocol::shard_map::{ShardMap, DENSE_LIMIT};
+use crate::protocol::shard::Shard;
+use crate::protocol::shard_map::ShardMap;
 use crate::protocol::{
-    Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, RoleBreach,
-    StopReason, Timer,
+    Addr, DropReason, Envelope, Input, Local, LocalDelay, Member, MemberStatus, Msg, Observation,
+    Outbox, RoleBreach, ShardMsg, StopReason, Timer,
 };
 use crate::time::{Duration, Instant};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// One hosted shard: the ids of its live entities (the entities themselves are in the
-/// region's [`EntityTable`]).
-pub struct Shard {
-    ids: BTreeSet<EntityId>,
-}
-
-impl Shard {
-    /// Ids of the live entities.
-    pub fn entity_ids(&self) -> impl Iterator<Item = EntityId> + '_ {
-        self.ids.iter().copied()
-    }
-}
-
-/// The live entities of every shard a region hosts, by entity id: one vector slot per id below
-/// [`DENSE_LIMIT`], tagged with the entity's shard (one lookup per message on the hot path),
-/// and a B-tree keyed by (shard, entity) for larger ids and for an id that a second shard of
-/// this region also holds. That happens only with an extractor that is not a function of the
-/// entity id (§12 B8), and then each shard keeps its own incarnation, as Akka's would.
-#[derive(Default)]
-struct EntityTable {
-    dense: Vec<Option<(ShardId, Box<dyn Entity>)>>,
-    other: BTreeMap<(ShardId, EntityId), Box<dyn Entity>>,
-}
-
-impl EntityTable {
-    fn get_mut(&mut self, shard: ShardId, e: EntityId) -> Option<&mut Box<dyn Entity>> {
-        if let Some(Some((sh, x))) = self.dense.get_mut(e.0 as usize) {
-            if *sh == shard {
-                return Some(x);
-            }
-        }
-        if self.other.is_empty() {
-            return None;
-        }
-        self.other.get_mut(&(shard, e))
-    }
-
-    fn insert(&mut self, shard: ShardId, e: EntityId, entity: Box<dyn Entity>) {
-        let i = e.0 as usize;
-        if e.0 < DENSE_LIMIT {
-            if self.dense.len() <= i {
-                self.dense.resize_with(i + 1, || None);
-            }
-            if self.dense[i].is_none() {
-                self.dense[i] = Some((shard, entity));
-                return;
-            }
-        }
-        self.other.insert((shard, e), entity);
-    }
-
-    fn contains(&self, shard: ShardId, e: EntityId) -> bool {
-        match self.dense.get(e.0 as usize) {
-            Some(Some((sh, _))) if *sh == shard => true,
-            _ => self.other.contains_key(&(shard, e)),
-        }
-    }
-
-    /// Live entities, every shard together (O(entities): for the invariant checks only).
-    fn len(&self) -> usize {
-        self.dense.iter().filter(|s| s.is_some()).count() + self.other.len()
-    }
-
-    fn remove(&mut self, shard: ShardId, e: EntityId) {
-        if let Some(slot) = self.dense.get_mut(e.0 as usize) {
-            if slot.as_ref().is_some_and(|(sh, _)| *sh == shard) {
-                *slot = None;
-                return;
-            }
-        }
-        self.other.remove(&(shard, e));
-    }
+/// A Shard child of the region, with the region's view of it.
+pub struct ShardSlot {
+    /// The Shard actor.
+    pub shard: Shard,
+    /// `ShardInitialized` has arrived (not in `startingShards`).
+    pub initialized: bool,
+    /// `HandOff` was forwarded to it (in `handingOff`) and it has not terminated.
+    pub handing_off: bool,
+    /// A `HostShard` that arrived while this Shard was stopping after a hand-off, from this
+    /// coordinator: the Shard is started again when the old one has terminated (the fix of
+    /// §12 B19, PR akka#32976).
+    pub host_pending: Option<Addr>,
 }
 
 /// Shared, immutable configuration of every region in a run.
@@ -119,9 +58,9 @@ pub struct Region {
     coordinator: Option<Addr>,
     register_backoff: Duration,
     region_by_shard: ShardMap<RegionRef>,
-    shards: ShardMap<Shard>,
-    /// The entities of the hosted shards.
-    entities: EntityTable,
+    shards: ShardMap<ShardSlot>,
+    /// The uid of the next Shard actor.
+    next_shard_uid: u32,
     buffers: ShardMap<VecDeque<Envelope>>,
     buffered_total: usize,
 }
@@ -139,7 +78,7 @@ impl Region {
             register_backoff,
             region_by_shard: ShardMap::new(),
             shards: ShardMap::new(),
-            entities: EntityTable::default(),
+            next_shard_uid: 0,
             buffers: ShardMap::new(),
             buffered_total: 0,
         }
@@ -157,6 +96,13 @@ impl Region {
             Input::Deliver { from, msg } => self.deliver(now, from, msg, out),
             Input::Timeout(Timer::RegionRetry) => self.on_retry(out),
             Input::Timeout(Timer::RegisterRetry) => self.on_register_retry(out),
+            Input::Timeout(Timer::Shard { shard, uid, kind }) => {
+                if let Some(slot) = self.shards.get_mut(&shard) {
+                    if slot.shard.uid() == uid {
+                        slot.shard.timeout(now, kind, out);
+                    }
+                }
+            }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
             Input::Persisted => {}
@@ -173,6 +119,101 @@ impl Region {
     /// another actor.
     pub fn deliver(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut Outbox) {
         self.on_msg(now, from, msg, out)
+    }
+
+    /// A message between actors of this node ([`Local`]) arrived: route it to the Shard (and
+    /// its entity) it names, or handle it here. A message for a Shard actor that is gone is
+    /// a dead letter.
+    pub fn local(&mut self, now: Instant, msg: Local, out: &mut Outbox) {
+        match msg {
+            Local::ShardInitialized { shard, uid } => self.on_shard_initialized(shard, uid, out),
+            Local::ShardTerminated { shard, uid } => self.on_shard_terminated(shard, uid, out),
+            Local::ToShard { shard, uid, msg } => match self.shard_actor(shard, uid) {
+                Some(s) => match msg {
+                    ShardMsg::User(env) => s.deliver(now, env, out),
+                    ShardMsg::HandOff { from } => s.hand_off(from, out),
+                },
+                None => {
+                    if let ShardMsg::User(env) = msg {
+                        out.observe(Observation::Dropped {
+                            env,
+                            reason: DropReason::ShardGone,
+                        });
+                    }
+                }
+            },
+            Local::ToEntity {
+                shard,
+                uid,
+                entity,
+                inc,
+                msg,
+            } => match self.shard_actor(shard, uid) {
+                Some(s) => s.entity_receive(entity, inc, msg, out),
+                None => {
+                    if let crate::protocol::EntityMsg::User(env) = msg {
+                        out.observe(Observation::Dropped {
+                            env,
+                            reason: DropReason::EntityStopped,
+                        });
+                    }
+                }
+            },
+            Local::Passivate {
+                shard,
+                uid,
+                entity,
+                inc,
+            } => {
+                if let Some(s) = self.shard_actor(shard, uid) {
+                    s.passivate(entity, inc, out);
+                }
+            }
+            Local::EntityTerminated {
+                shard,
+                uid,
+                entity,
+                inc,
+            } => {
+                if let Some(s) = self.shard_actor(shard, uid) {
+                    s.entity_terminated(now, entity, inc, out);
+                }
+            }
+        }
+    }
+
+    /// Entity `entity` (incarnation `inc`) decided to passivate after a message: it sends
+    /// `Passivate` to its Shard (§8 step 1), a local message.
+    pub fn entity_passivates(&mut self, entity: EntityId, inc: u64, out: &mut Outbox) {
+        let shard = self.cfg.extractor.shard_id(entity);
+        if let Some(slot) = self.shards.get(&shard) {
+            out.local(
+                Local::Passivate {
+                    shard,
+                    uid: slot.shard.uid(),
+                    entity,
+                    inc,
+                },
+                LocalDelay::Message,
+            );
+        }
+    }
+
+    fn shard_actor(&mut self, shard: ShardId, uid: u32) -> Option<&mut Shard> {
+        self.shards
+            .get_mut(&shard)
+            .filter(|slot| slot.shard.uid() == uid)
+            .map(|slot| &mut slot.shard)
+    }
+
+    /// The live entity incarnation of `entity` in `shard` here, if any.
+    pub fn entity_incarnation(&self, shard: ShardId, entity: EntityId) -> Option<u64> {
+        self.shards
+            .get(&shard)?
+            .shard
+            .entities()
+            .find(|(e, _, _)| *e == entity)
+            .map(|(_, inc, _)| inc)
     }
 
     // ---- getters for checkers and tests ----
@@ -193,8 +234,8 @@ impl Region {
     pub fn home_of(&self, shard: ShardId) -> Option<RegionRef> {
         self.region_by_shard.get(&shard).copied()
     }
-    /// Hosted shards.
-    pub fn hosted(&self) -> impl Iterator<Item = (ShardId, &Shard)> + '_ {
+    /// Hosted shards (starting, running or handing off).
+    pub fn hosted(&self) -> impl Iterator<Item = (ShardId, &ShardSlot)> + '_ {
         self.shards.iter()
     }
     /// Shards with buffered messages.
@@ -298,27 +339,22 @@ impl Region {
                 ),
             );
         }
-        // §1, §7 t5-t6: entities are children of their Shard, so a hand-off (or a restart)
-        // that stops a shard stops every entity of it: each live entity belongs to a hosted
-        // shard, and each hosted shard's entity ids are live.
-        let mut hosted_entities = 0;
-        for (shard, s) in self.shards.iter() {
-            for e in s.ids.iter() {
-                if !self.entities.contains(shard, *e) {
-                    return breach(
-                        "entities-are-children-of-hosted-shards",
-                        format!("shard {shard} lists entity {e}, which is not live"),
-                    );
-                }
+        // §6: a Shard's per-entity buffers (messageBuffers) hold what it counts, and a
+        // HandOff was forwarded only to a Shard the region has (SR:936-962).
+        for (shard, slot) in self.shards.iter() {
+            let (counted, held) = (slot.shard.buffered(), slot.shard.buffered_recount());
+            if counted != held {
+                return breach(
+                    "shard-buffered-is-sum-of-entity-buffers",
+                    format!("shard {shard}: counts {counted}, entity buffers hold {held}"),
+                );
             }
-            hosted_entities += s.ids.len();
-        }
-        let live = self.entities.len();
-        if live != hosted_entities {
-            return breach(
-                "entities-are-children-of-hosted-shards",
-                format!("{live} live entities, hosted shards list {hosted_entities}"),
-            );
+            if slot.shard.handing_off() && !slot.handing_off {
+                return breach(
+                    "handing-off-shard-is-in-handing-off",
+                    format!("shard {shard} runs a HandOffStopper the region does not know of"),
+                );
+            }
         }
         None
     }
@@ -367,16 +403,18 @@ impl Region {
     fn deliver_message(&mut self, env: Envelope, out: &mut Outbox) {
         let shard = self.cfg.extractor.shard_id(env.entity);
         match self.region_by_shard.get(&shard).copied() {
-            Some(r) if r == self.me => {
-                if self.buffers.contains_key(&shard) {
-                    // Keep order: append behind the buffer, then deliver the whole buffer.
-                    self.buffer(shard, env, out);
-                    self.deliver_buffer_locally(shard, out);
-                } else {
-                    self.ensure_shard(shard, out);
-                    self.deliver_to_shard(shard, env, out);
+            Some(r) if r == self.me => match self.get_shard(shard, out) {
+                Some(uid) => {
+                    if self.buffers.contains_key(&shard) {
+                        // Keep order: append behind the buffer, then deliver the whole buffer.
+                        self.buffer(shard, env, out);
+                        self.deliver_buffer_locally(shard, out);
+                    } else {
+                        Self::to_shard(shard, uid, env, out);
+                    }
                 }
-            }
+                None => self.buffer(shard, env, out),
+            },
             Some(r) => out.send(Addr::region(r), Msg::User(env)),
             None => {
                 if !self.buffers.contains_key(&shard) {
@@ -387,6 +425,18 @@ impl Region {
                 self.buffer(shard, env, out);
             }
         }
+    }
+
+    #[inline]
+    fn to_shard(shard: ShardId, uid: u32, env: Envelope, out: &mut Outbox) {
+        out.local(
+            Local::ToShard {
+                shard,
+                uid,
+                msg: ShardMsg::User(env),
+            },
+            LocalDelay::Message,
+        );
     }
 
     /// `bufferMessage` with the total `buffer-size` limit (SR:1281-1305).
@@ -422,67 +472,83 @@ impl Region {
         buf
     }
 
+    /// `deliverBufferedMessages` to the local Shard, once it is initialised.
     fn deliver_buffer_locally(&mut self, shard: ShardId, out: &mut Outbox) {
+        let Some(uid) = self.get_shard(shard, out) else {
+            return; // starting: delivered on ShardInitialized
+        };
         let buf = self.take_buffer(shard);
-        if buf.is_empty() {
-            return;
-        }
-        self.ensure_shard(shard, out);
         for env in buf {
-            self.deliver_to_shard(shard, env, out);
+            Self::to_shard(shard, uid, env, out);
         }
     }
 
-    /// `getShard` (SR:1399-1437): create the Shard child if absent. Proxies never host.
+    /// `getShard` (SR:1399-1437): the Shard's uid if it runs; `None` while it starts (it is in
+    /// `startingShards`: the caller buffers), and for a proxy, which never hosts. An absent
+    /// Shard is created (and starts).
     #[inline]
-    fn ensure_shard(&mut self, shard: ShardId, out: &mut Outbox) -> bool {
-        if self.shards.contains_key(&shard) {
-            return true;
+    fn get_shard(&mut self, shard: ShardId, out: &mut Outbox) -> Option<u32> {
+        if let Some(slot) = self.shards.get(&shard) {
+            return slot.initialized.then(|| slot.shard.uid());
         }
+        self.start_shard(shard, out);
+        None
+    }
+
+    fn start_shard(&mut self, shard: ShardId, out: &mut Outbox) {
         if !self.hosting {
-            return false;
+            return;
         }
+        let uid = self.next_shard_uid;
+        self.next_shard_uid = self.next_shard_uid.wrapping_add(1);
+        // `now` only matters to the Shard's idle clock, which starts at its first message.
+        let s = Shard::new(shard, uid, self.cfg.clone(), Instant::ZERO, out);
         self.shards.insert(
             shard,
-            Shard {
-                ids: BTreeSet::new(),
+            ShardSlot {
+                shard: s,
+                initialized: false,
+                handing_off: false,
+                host_pending: None,
             },
         );
         out.observe(Observation::ShardHosted(shard));
-        true
     }
 
-    /// Shard `deliverMessage` (SH:1073-1149), remember-entities off: start the entity on its
-    /// first message, then deliver.
-    fn deliver_to_shard(&mut self, shard: ShardId, env: Envelope, out: &mut Outbox) {
-        let Some(s) = self.shards.get_mut(&shard) else {
-            out.observe(Observation::Dropped {
-                env,
-                reason: DropReason::ProxyHostShard,
-            });
-            return;
-        };
-        let e = env.entity;
-        if let Some(entity) = self.entities.get_mut(shard, e) {
-            entity.receive(&env);
-        } else {
-            out.observe(Observation::EntityStarted { entity: e, shard });
-            let mut entity = self.cfg.factory.create(e);
-            entity.receive(&env);
-            s.ids.insert(e);
-            self.entities.insert(shard, e, entity);
-        }
-        out.observe(Observation::Delivered(env));
-    }
-
-    /// Stop every entity of a hosted shard and forget the shard.
-    fn stop_shard(&mut self, shard: ShardId, reason: StopReason, out: &mut Outbox) {
-        if let Some(s) = self.shards.remove(&shard) {
-            for entity in s.ids {
-                self.entities.remove(shard, entity);
-                out.observe(Observation::EntityStopped { entity, reason });
+    /// `ShardInitialized` (SR `initializeShard`): out of `startingShards`, deliver the buffer.
+    fn on_shard_initialized(&mut self, shard: ShardId, uid: u32, out: &mut Outbox) {
+        match self.shards.get_mut(&shard) {
+            Some(slot) if slot.shard.uid() == uid && !slot.initialized => {
+                slot.initialized = true;
             }
-            out.observe(Observation::ShardUnhosted(shard));
+            _ => return,
+        }
+        if self.region_by_shard.get(&shard) == Some(&self.me) || !self.buffers.contains_key(&shard)
+        {
+            self.deliver_buffer_locally(shard, out);
+        }
+    }
+
+    /// `Terminated(shard)` (SR:1040-1093): forget the Shard; with the fix of §12 B19, start
+    /// it again for a `HostShard` that came while it stopped.
+    fn on_shard_terminated(&mut self, shard: ShardId, uid: u32, out: &mut Outbox) {
+        let pending = match self.shards.get(&shard) {
+            Some(slot) if slot.shard.uid() == uid => slot.host_pending,
+            _ => return,
+        };
+        self.shards.remove(&shard);
+        if let Some(coordinator) = pending {
+            if self.region_by_shard.get(&shard) == Some(&self.me) {
+                self.start_shard(shard, out);
+                out.send(coordinator, Msg::ShardStarted { shard });
+            }
+        }
+    }
+
+    /// Kill a Shard with everything in it (the region restarts).
+    fn kill_shard(&mut self, shard: ShardId, reason: StopReason, out: &mut Outbox) {
+        if let Some(mut slot) = self.shards.remove(&shard) {
+            slot.shard.kill(reason, out);
         }
     }
 
@@ -514,7 +580,7 @@ impl Region {
         }
         self.region_by_shard.insert(shard, region);
         if region == self.me {
-            if self.ensure_shard(shard, out) {
+            if self.hosting {
                 self.deliver_buffer_locally(shard, out);
             } else {
                 self.drop_buffer(shard, DropReason::ProxyHostShard, out);
@@ -527,15 +593,23 @@ impl Region {
         }
     }
 
-    /// `HostShard` (§5.4): record, create the shard (initialised at once), deliver its buffer,
-    /// reply `ShardStarted`.
+    /// `HostShard` (§5.4, SR:925-934): record, start the Shard (`getShard`; a no-op if it
+    /// exists), reply `ShardStarted` at once. A Shard that is still stopping after a hand-off
+    /// would swallow it (§12 B19): the fix starts the new one when the old has terminated.
     fn on_host_shard(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
         if !self.hosting {
             // Akka: IllegalStateException in a proxy; the coordinator never allocates to one.
             return;
         }
         self.region_by_shard.insert(shard, self.me);
-        self.ensure_shard(shard, out);
+        if let Some(slot) = self.shards.get_mut(&shard) {
+            if (slot.handing_off || slot.shard.stopping())
+                && !self.cfg.options.host_shard_acked_while_stopping
+            {
+                slot.host_pending = Some(from);
+                return;
+            }
+        }
         self.deliver_buffer_locally(shard, out);
         out.send(from, Msg::ShardStarted { shard });
     }
@@ -566,12 +640,27 @@ impl Region {
     }
 
     /// `HandOff` (§5.4, SR:936-962): drop what was buffered since BeginHandOff ("to avoid
-    /// re-ordering"), stop the shard's entities, reply `ShardStopped` (also for a shard this
-    /// region does not host).
+    /// re-ordering"), then forward the `HandOff` to the Shard, which answers `ShardStopped`
+    /// when its entities have stopped; with no Shard here, answer `ShardStopped` at once.
+    /// Since akka#18945 (§12 B1) a starting Shard is one the region has.
     fn on_hand_off(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
         self.drop_buffer(shard, DropReason::HandOffBuffer, out);
-        self.stop_shard(shard, StopReason::HandOff, out);
-        out.send(from, Msg::ShardStopped { shard });
+        let legacy = self.cfg.options.handoff_ignores_starting_shard;
+        match self.shards.get_mut(&shard) {
+            Some(slot) if slot.initialized || !legacy => {
+                slot.handing_off = true;
+                let uid = slot.shard.uid();
+                out.local(
+                    Local::ToShard {
+                        shard,
+                        uid,
+                        msg: ShardMsg::HandOff { from },
+                    },
+                    LocalDelay::Message,
+                );
+            }
+            _ => out.send(from, Msg::ShardStopped { shard }),
+        }
     }
 
     fn drop_buffer(&mut self, shard: ShardId, reason: DropReason, out: &mut Outbox) {
@@ -589,7 +678,7 @@ impl Region {
         out.observe(Observation::RegionRestarted);
         let shards: Vec<ShardId> = self.shards.keys().collect();
         for s in shards {
-            self.stop_shard(s, StopReason::RegionRestart, out);
+            self.kill_shard(s, StopReason::RegionRestart, out);
         }
         let shards: Vec<ShardId> = self.buffers.keys().collect();
         for s in shards {
@@ -691,36 +780,25 @@ impl Region {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::entity::RecordingEntity;
 
-    fn ent() -> Box<dyn Entity> {
-        Box::new(RecordingEntity::default())
-    }
-
-    #[test]
-    fn entity_table_keeps_one_incarnation_per_shard_and_entity() {
-        let (a, b, e) = (ShardId(1), ShardId(2), EntityId(7));
-        let mut t = EntityTable::default();
-        assert!(t.get_mut(a, e).is_none());
-        t.insert(a, e, ent());
-        assert!(t.get_mut(a, e).is_some());
-        // The same id under a second shard (a non-deterministic extractor, §12 B8) is a
-        // different incarnation, not a hit on the first.
-        assert!(t.get_mut(b, e).is_none());
-        t.insert(b, e, ent());
-        assert!(t.get_mut(b, e).is_some());
-        t.remove(a, e);
-        assert!(t.get_mut(a, e).is_none());
-        assert!(t.get_mut(b, e).is_some());
-        t.insert(a, e, ent());
-        t.remove(b, e);
-        assert!(t.get_mut(a, e).is_some() && t.get_mut(b, e).is_none());
-        // Ids beyond the dense range.
-        let big = EntityId(DENSE_LIMIT + 5);
-        t.insert(a, big, ent());
-        assert!(t.get_mut(a, big).is_some() && t.get_mut(b, big).is_none());
-        t.remove(a, big);
-        assert!(t.get_mut(a, big).is_none());
+    /// Deliver every local message the outputs hold, in order, until none is left (a host
+    /// with zero local delay and instant entity stops); other outputs are dropped.
+    fn pump(r: &mut Region, out: &mut Outbox) {
+        loop {
+            let locals: Vec<Local> = out
+                .drain()
+                .filter_map(|o| match o {
+                    crate::protocol::Output::Local { msg, .. } => Some(msg),
+                    _ => None,
+                })
+                .collect();
+            if locals.is_empty() {
+                return;
+            }
+            for m in locals {
+                r.local(Instant::ZERO, m, out);
+            }
+        }
     }
 
     // ---- check_invariants: each rule, faithful and broken ----
@@ -809,10 +887,14 @@ mod tests {
             &mut out,
         );
         assert_eq!(broken(&r), None);
+        let shard = Shard::new(ShardId(1), 0, r.cfg.clone(), Instant::ZERO, &mut out);
         r.shards.insert(
             ShardId(1),
-            Shard {
-                ids: BTreeSet::new(),
+            ShardSlot {
+                shard,
+                initialized: true,
+                handing_off: false,
+                host_pending: None,
             },
         );
         assert_eq!(broken(&r), Some("proxy-hosts-no-shard"));
@@ -859,30 +941,34 @@ mod tests {
 
     #[cfg(debug_assertions)]
     #[test]
-    fn entities_are_children_of_hosted_shards() {
+    fn a_shard_hands_off_only_when_the_region_forwarded_hand_off() {
         let mut r = region(10, true, Mutation::None);
         let mut out = Outbox::default();
         let s = r.cfg.extractor.shard_id(EntityId(0));
         let c = Addr::coordinator(rref(2));
         r.deliver(Instant::ZERO, c, Msg::HostShard { shard: s }, &mut out);
+        pump(&mut r, &mut out);
         r.request(env(0, 1), &mut out);
+        pump(&mut r, &mut out);
         assert_eq!(r.hosted().count(), 1);
+        assert_eq!(r.entity_incarnation(s, EntityId(0)), Some(0));
         assert_eq!(broken(&r), None);
-        // A hand-off stops the shard with its entities: still consistent.
+        // A hand-off: the region marks the Shard, the Shard stops its entity, then itself.
         r.deliver(Instant::ZERO, c, Msg::BeginHandOff { shard: s }, &mut out);
-        r.request(env(0, 2), &mut out);
-        assert_eq!(broken(&r), None);
         r.deliver(Instant::ZERO, c, Msg::HandOff { shard: s }, &mut out);
+        assert_eq!(broken(&r), None);
+        // A Shard running a HandOffStopper the region does not know of.
+        let local: Vec<_> = out.drain().collect();
+        r.shards.get_mut(&s).unwrap().handing_off = false;
+        for o in local {
+            if let crate::protocol::Output::Local { msg, .. } = o {
+                r.local(Instant::ZERO, msg, &mut out);
+            }
+        }
+        assert_eq!(broken(&r), Some("handing-off-shard-is-in-handing-off"));
+        r.shards.get_mut(&s).unwrap().handing_off = true;
+        pump(&mut r, &mut out);
         assert_eq!(r.hosted().count(), 0);
         assert_eq!(broken(&r), None);
-        // An entity outliving its shard.
-        r.deliver(Instant::ZERO, c, Msg::HostShard { shard: s }, &mut out);
-        r.request(env(0, 3), &mut out);
-        r.shards.get_mut(&s).unwrap().ids.clear();
-        assert_eq!(broken(&r), Some("entities-are-children-of-hosted-shards"));
-        // A shard listing an entity that is not live.
-        r.shards.get_mut(&s).unwrap().ids.insert(EntityId(0));
-        r.shards.get_mut(&s).unwrap().ids.insert(EntityId(99));
-        assert_eq!(broken(&r), Some("entities-are-children-of-hosted-shards"));
     }
 }

@@ -34,6 +34,14 @@ pub struct Settings {
     /// `coordinator-failure-backoff` (5 s): delay before the singleton restarts a stopped
     /// coordinator.
     pub coordinator_failure_backoff_ms: u64,
+    /// `passivation.stop-timeout` (10 s, akka#32439): a passivating entity that has not
+    /// stopped this long after its stop message is stopped by force (0: never, Akka before
+    /// 2.9.4, §12 B32).
+    pub passivation_stop_timeout_ms: u64,
+    /// `passivation.default-idle-strategy.idle-entity.timeout` (120 s): an entity that received
+    /// no message this long is passivated, checked every half of it (0: off). Off while
+    /// remember-entities is on (§6.4).
+    pub passivate_idle_entity_after_ms: u64,
 }
 
 impl Default for Settings {
@@ -50,6 +58,8 @@ impl Default for Settings {
             down_removal_margin_ms: 0,
             journal_call_timeout_ms: 10_000,
             coordinator_failure_backoff_ms: 5_000,
+            passivation_stop_timeout_ms: 10_000,
+            passivate_idle_entity_after_ms: 120_000,
         }
     }
 }
@@ -70,6 +80,10 @@ impl Settings {
     /// `rebalance-interval`.
     pub fn rebalance_interval(&self) -> Duration {
         Duration::from_millis(self.rebalance_interval_ms)
+    }
+    /// The HandOffStopper's stop timeout: `(handoff-timeout - 5 s).max(1 s)` (SR:530-541).
+    pub fn handoff_stop_timeout(&self) -> Duration {
+        Duration::from_millis(self.handoff_timeout_ms.saturating_sub(5_000).max(1_000))
     }
     /// First delay of the registration back-off: `max(100 ms, retry-interval / 8)` (SR:663).
     pub fn register_backoff_start(&self) -> Duration {
@@ -113,6 +127,21 @@ pub struct ProtocolOptions {
     /// (`BeginHandOffAckRelay`), so the coordinator sends HandOff only after every message
     /// forwarded before the ack reached the owner. Off = Akka.
     pub handoff_ack_via_owner: bool,
+    /// Akka before 2.4.1 (akka#18945, §12 B1): a region answers `HandOff` for a Shard that has
+    /// not sent `ShardInitialized` yet with `ShardStopped` at once, and the Shard keeps running.
+    /// Off = Akka's fix (the starting Shard gets the `HandOff`).
+    pub handoff_ignores_starting_shard: bool,
+    /// Akka before PR akka#32976 (§12 B19): `HostShard` for a shard whose old Shard is still
+    /// stopping after a hand-off is acknowledged with `ShardStarted`, but no Shard is started.
+    /// Off = the fix (the region starts the shard when the old one has terminated).
+    pub host_shard_acked_while_stopping: bool,
+    /// Fix for a hazard of Akka 2.6 to HEAD found by this testbed (sim-scenarios/hazards/
+    /// README.md, "restart during hand-off"): a passivating entity with buffered messages
+    /// that terminates during a hand-off is started again (`receiveTerminated` →
+    /// `entityTerminated` → `sendMsgBuffer`), outside the HandOffStopper's set, so it can
+    /// outlive `ShardStopped`. With the fix the Shard drops that buffer instead (as Akka 2.5
+    /// did, which ignored entity terminations during hand-off). Off = Akka.
+    pub handoff_drops_passivation_buffer: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use shardsim::protocol::Addr;
-use shardsim::protocol::{CoordinatorEvent, Msg, Observation, Output, Timer};
+use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, Timer};
 use shardsim::time::Duration;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,6 +70,7 @@ pub enum O {
     Cancel(Timer),
     Persist(CoordinatorEvent),
     Obs(Observation),
+    Local(Local),
     Stop(&'static str),
 }
 
@@ -81,6 +82,7 @@ pub fn norm(o: &Output) -> O {
         Output::CancelTimer(t) => O::Cancel(*t),
         Output::Persist(e) => O::Persist(*e),
         Output::Observe(ob) => O::Obs(ob.clone()),
+        Output::Local { msg, .. } => O::Local(*msg),
         Output::Stop { reason } => O::Stop(reason),
     }
 }
