@@ -20,9 +20,8 @@ use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, EntityMsg, Envelope, Incarnations, Input, Local,
-    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, ShardMsg,
-    Timer,
+    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, Input, Local, LocalDelay, Member,
+    MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, ShardMsg, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -410,10 +409,7 @@ impl Node {
                     Local::ToShard {
                         msg: ShardMsg::User(_),
                         ..
-                    } | Local::ToEntity {
-                        msg: EntityMsg::User(_),
-                        ..
-                    }
+                    } | Local::ToEntity { .. }
                 );
                 self.in_region(now, out, protocol, |r, o| r.local(now, msg, o))
             }

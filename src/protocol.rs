@@ -385,8 +385,20 @@ pub enum Local {
         /// The Shard actor.
         uid: u32,
     },
-    /// Shard → entity.
+    /// Shard → entity: a user message (the entity is `env.entity`).
     ToEntity {
+        /// The entity's shard.
+        shard: ShardId,
+        /// The Shard actor.
+        uid: u32,
+        /// The entity actor.
+        inc: u64,
+        /// The message.
+        env: Envelope,
+    },
+    /// Shard → entity: its stop message, `handOffStopMessage` (hand-off, idle passivation)
+    /// or its own `Passivate` stop message. The entity stops when it processes it.
+    StopEntity {
         /// The entity's shard.
         shard: ShardId,
         /// The Shard actor.
@@ -395,8 +407,8 @@ pub enum Local {
         entity: EntityId,
         /// The entity actor.
         inc: u64,
-        /// The message.
-        msg: EntityMsg,
+        /// What the stop is for.
+        reason: StopReason,
     },
     /// Entity → Shard: `Passivate(stopMessage)` (§8 step 1).
     Passivate {
@@ -425,6 +437,9 @@ pub enum Local {
 /// What a region tells one of its Shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShardMsg {
+    /// The Shard's own initialisation (lease, remember-entities load) finished: sent by the
+    /// Shard to itself when created, after the initialisation time.
+    InitDone,
     /// A user message for one of its entities.
     User(Envelope),
     /// `HandOff` forwarded from the coordinator's RebalanceWorker (`from`).
@@ -432,16 +447,6 @@ pub enum ShardMsg {
         /// Where `ShardStopped` goes.
         from: Addr,
     },
-}
-
-/// What a Shard tells one of its entities.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntityMsg {
-    /// A user message.
-    User(Envelope),
-    /// The stop message: `handOffStopMessage` (hand-off, idle passivation) or the entity's own
-    /// `Passivate` stop message. The entity stops when it processes it.
-    Stop(StopReason),
 }
 
 /// Which delay a [`Output::Local`] message takes.
@@ -452,6 +457,9 @@ pub enum LocalDelay {
     /// An entity's stop: the time from processing its stop message to its termination,
     /// drawn by the host from the scenario's range.
     EntityStop,
+    /// A Shard's initialisation (lease, remember-entities load), drawn by the host from the
+    /// scenario's range.
+    ShardInit,
 }
 
 /// The output buffer passed to `handle`. Reused across calls by the host.

@@ -245,6 +245,9 @@ pub struct EntitySpec {
     /// Delay of a message between actors of one node (region, Shard, entity), in µs. Even at
     /// 0 such a message is its own event, so a message can arrive while a stop is in flight.
     pub local_delay_us: u64,
+    /// How long a new Shard initialises (lease, remember-entities load) before it sends
+    /// `ShardInitialized`, uniform in [min, max] ms.
+    pub shard_init_ms: [u64; 2],
 }
 
 impl Default for EntitySpec {
@@ -254,6 +257,7 @@ impl Default for EntitySpec {
             shards: 10,
             stop_ms: [0, 0],
             local_delay_us: 0,
+            shard_init_ms: [0, 0],
         }
     }
 }
@@ -472,12 +476,13 @@ impl Scenario {
         if !(0.0..=1.0).contains(&self.workload.passivate_probability) {
             return err("workload.passivate-probability", "must be in [0, 1]".into());
         }
-        let [a, b] = self.entities.stop_ms;
-        if a > b {
-            return err(
-                "entities.stop-ms",
-                format!("need min <= max, got [{a}, {b}]"),
-            );
+        for (field, [a, b]) in [
+            ("entities.stop-ms", self.entities.stop_ms),
+            ("entities.shard-init-ms", self.entities.shard_init_ms),
+        ] {
+            if a > b {
+                return err(field, format!("need min <= max, got [{a}, {b}]"));
+            }
         }
         let [a, b] = self.network.latency_ms;
         if a > b {

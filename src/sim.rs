@@ -22,8 +22,8 @@ use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, EntityMsg, Envelope, Incarnations, Local, LocalDelay,
-    MemberStatus, Msg, Observation, Role, ShardMsg,
+    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, Local, LocalDelay, MemberStatus,
+    Msg, Observation, Role, ShardMsg,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -809,8 +809,12 @@ impl NodeHost for World {
             NodeOutput::Local { msg, delay } => {
                 let after = match delay {
                     LocalDelay::Message => self.sc.entities.local_delay_us,
-                    LocalDelay::EntityStop => {
-                        let [lo, hi] = self.sc.entities.stop_ms;
+                    LocalDelay::EntityStop | LocalDelay::ShardInit => {
+                        let [lo, hi] = if delay == LocalDelay::EntityStop {
+                            self.sc.entities.stop_ms
+                        } else {
+                            self.sc.entities.shard_init_ms
+                        };
                         let ms = if lo == hi {
                             lo
                         } else {
@@ -1038,6 +1042,18 @@ impl NodeHost for World {
     }
 }
 
+/// The user message a local message carries, if any.
+fn local_user_message(msg: &Local) -> Option<Envelope> {
+    match msg {
+        Local::ToShard {
+            msg: ShardMsg::User(env),
+            ..
+        }
+        | Local::ToEntity { env, .. } => Some(*env),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::scenario::Scenario;
@@ -1064,20 +1080,5 @@ mod tests {
             std::mem::size_of::<super::Ev>(),
             std::mem::size_of::<crate::bare::BareEvent>()
         );
-    }
-}
-
-/// The user message a local message carries, if any.
-fn local_user_message(msg: &Local) -> Option<Envelope> {
-    match msg {
-        Local::ToShard {
-            msg: ShardMsg::User(env),
-            ..
-        }
-        | Local::ToEntity {
-            msg: EntityMsg::User(env),
-            ..
-        } => Some(*env),
-        _ => None,
     }
 }

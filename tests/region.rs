@@ -1,19 +1,27 @@
-//! Unit tests of the sans-IO ShardRegion (akka-sharding.md §2, §5, §7).
+//! Unit tests of the sans-IO ShardRegion (akka-sharding.md §2, §5, §7) and of its Shards
+//! (§6, §8) as the region drives them.
 //!
-//! Every test drives one `Region` through `handle` and asserts on the exact outputs appended.
+//! Every test drives one `Region` and asserts on the exact outputs appended. Messages between
+//! the region, a Shard and an entity are separate local events (`Output::Local`): `T::h` runs
+//! one input and then delivers every local message back through `Region::local`, in order
+//! (breadth-first, as a host with zero local delay and instant entity stops would), returning
+//! the other outputs in order. `T::step` runs one input without delivering its local
+//! messages, so a test can interleave an input with a stop that is still in flight.
 
 mod common;
 use common::*;
 
 use shardsim::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
 use shardsim::protocol::entity::{RecordingFactory, ShardExtractor};
-use shardsim::protocol::region::{Region, RegionConfig};
+use shardsim::protocol::region::{Region, RegionConfig, ShardSlot};
 use shardsim::protocol::settings::{Mutation, ProtocolOptions, Settings};
+use shardsim::protocol::shard::EntityState;
 use shardsim::protocol::{
-    Addr, DropReason, Envelope, Input, Member, MemberStatus, Msg, Observation, Outbox, StopReason,
-    Timer,
+    Addr, DropReason, Envelope, Incarnations, Input, Local, LocalDelay, Member, MemberStatus, Msg,
+    Observation, Outbox, Output, ShardMsg, ShardTimer, StopReason, Timer,
 };
 use shardsim::time::{Duration, Instant};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 // ---- helpers ----
@@ -78,27 +86,48 @@ fn obs(o: Observation) -> O {
     O::Obs(o)
 }
 
-fn delivered(e: Envelope) -> O {
-    obs(Observation::Delivered(e))
+/// `e` was processed by entity incarnation `inc`.
+fn delivered(e: Envelope, inc: u64) -> O {
+    obs(Observation::Delivered {
+        env: e,
+        incarnation: inc,
+    })
 }
 
 fn dropped(e: Envelope, reason: DropReason) -> O {
     obs(Observation::Dropped { env: e, reason })
 }
 
-fn started(entity: u32, s: u32) -> O {
+/// Incarnation `inc` of `entity` started in shard `s`.
+fn started(entity: u32, s: u32, inc: u64) -> O {
     obs(Observation::EntityStarted {
         entity: EntityId(entity),
         shard: ShardId(s),
+        incarnation: inc,
     })
 }
 
-fn stopped(entity: u32, reason: StopReason) -> O {
+/// Incarnation `inc` of `entity` stopped.
+fn stopped(entity: u32, reason: StopReason, inc: u64) -> O {
     obs(Observation::EntityStopped {
         entity: EntityId(entity),
         reason,
+        incarnation: inc,
     })
 }
+
+/// The timer `kind` of Shard actor `uid` of shard `s`.
+fn shard_timer(s: u32, uid: u32, kind: ShardTimer) -> Timer {
+    Timer::Shard {
+        shard: ShardId(s),
+        uid,
+        kind,
+    }
+}
+
+/// The HandOffStopper's stop timeout with default settings: `(handoff-timeout - 5 s).max(1 s)`
+/// (SR:530-541).
+const HANDOFF_STOP_TIMEOUT_MS: u64 = 55_000;
 
 /// Sends only, in order.
 fn sends(out: &[O]) -> Vec<(Addr, Msg)> {
@@ -110,9 +139,22 @@ fn sends(out: &[O]) -> Vec<(Addr, Msg)> {
         .collect()
 }
 
+/// Akka's defaults, but with idle passivation off: a new Shard would otherwise arm its
+/// `PassivateIdleTick` in every exact comparison (checked by its own test).
+fn quiet() -> Settings {
+    Settings {
+        passivate_idle_entity_after_ms: 0,
+        ..Settings::default()
+    }
+}
+
 struct T {
     r: Region,
     now: Instant,
+    /// The run-wide entity incarnation counter, lent to every call.
+    incs: Incarnations,
+    /// Local messages emitted and not yet delivered, oldest first, with their delay.
+    pending: VecDeque<(Local, LocalDelay)>,
 }
 
 impl T {
@@ -126,18 +168,58 @@ impl T {
         T {
             r: Region::new(reg(me), hosting, Arc::new(cfg)),
             now: Instant::ZERO,
+            incs: Incarnations::default(),
+            pending: VecDeque::new(),
         }
     }
 
-    /// A hosting region on node `me` with default settings.
+    /// A hosting region on node `me` with default settings (idle passivation off).
     fn new(me: u32) -> T {
-        T::with(me, true, Settings::default(), ProtocolOptions::default())
+        T::with(me, true, quiet(), ProtocolOptions::default())
     }
 
-    fn h(&mut self, input: Input) -> Vec<O> {
-        let mut out = Outbox::default();
-        self.r.handle(self.now, input, &mut out);
+    /// Run `f` against the region with a fresh outbox; queue the local messages it emits and
+    /// return every output (locals included) in order.
+    fn run(&mut self, f: impl FnOnce(&mut Region, Instant, &mut Outbox)) -> Vec<O> {
+        let mut out = Outbox(Vec::new(), self.incs);
+        f(&mut self.r, self.now, &mut out);
+        self.incs = out.1;
+        for o in &out.0 {
+            if let Output::Local { msg, delay } = o {
+                self.pending.push_back((*msg, *delay));
+            }
+        }
         out.0.iter().map(norm).filter(not_persist_timer).collect()
+    }
+
+    /// One input; its local messages are queued, not delivered. Every output, in order.
+    fn step(&mut self, input: Input) -> Vec<O> {
+        self.run(|r, now, out| r.handle(now, input, out))
+    }
+
+    /// Deliver the oldest queued local message only. Every output, in order.
+    fn next_local(&mut self) -> Vec<O> {
+        let (msg, _) = self.pending.pop_front().expect("a local message is queued");
+        self.run(|r, now, out| r.local(now, msg, out))
+    }
+
+    /// Deliver queued local messages, oldest first, until none remain (breadth-first: what
+    /// each one emits goes behind what is already queued). The non-local outputs, in order.
+    fn pump(&mut self) -> Vec<O> {
+        let mut all = Vec::new();
+        while !self.pending.is_empty() {
+            all.extend(self.next_local());
+        }
+        all.retain(|o| !matches!(o, O::Local(_)));
+        all
+    }
+
+    /// One input, then every local message it causes. The non-local outputs, in order.
+    fn h(&mut self, input: Input) -> Vec<O> {
+        let mut got = self.step(input);
+        got.retain(|o| !matches!(o, O::Local(_)));
+        got.extend(self.pump());
+        got
     }
 
     fn from(&mut self, from: Addr, msg: Msg) -> Vec<O> {
@@ -146,6 +228,14 @@ impl T {
 
     fn req(&mut self, e: Envelope) -> Vec<O> {
         self.h(Input::Request(e))
+    }
+
+    /// The region's slot of `s`, if it has a Shard for it.
+    fn slot(&self, s: u32) -> Option<&ShardSlot> {
+        self.r
+            .hosted()
+            .find(|(id, _)| *id == shard(s))
+            .map(|(_, slot)| slot)
     }
 
     /// Member view with node 0 as the only (oldest, Up, hosting) coordinator candidate, plus this
@@ -230,7 +320,7 @@ fn equally_old_members_are_ordered_by_node() {
 
 #[test]
 fn proxy_sends_register_proxy() {
-    let mut t = T::with(5, false, Settings::default(), ProtocolOptions::default());
+    let mut t = T::with(5, false, quiet(), ProtocolOptions::default());
     let out = t.h(Input::MembersChanged(vec![
         member(1, 1, MemberStatus::Up, true),
         member(5, 2, MemberStatus::Up, false),
@@ -530,27 +620,30 @@ fn shard_home_self_creates_the_shard_and_starts_entities_on_first_message() {
             region: reg(1),
         },
     );
+    // The Shard starts; once it is initialized the region hands it the buffer in order; the
+    // Shard starts each entity on its first message and passes every message on; each entity
+    // then processes its messages (each hop its own local event).
     assert_eq!(
         out,
         vec![
             obs(Observation::ShardHosted(shard(1))),
-            started(4, 1),
-            delivered(msgs[0]),
-            started(7, 1),
-            delivered(msgs[1]),
-            delivered(msgs[2]),
+            started(4, 1, 0),
+            started(7, 1, 1),
+            delivered(msgs[0], 0),
+            delivered(msgs[1], 1),
+            delivered(msgs[2], 0),
         ]
     );
     // A later message to a live entity: delivered directly, no new start.
-    assert_eq!(t.req(env(1, 4, 3)), vec![delivered(env(1, 4, 3))]);
+    assert_eq!(t.req(env(1, 4, 3)), vec![delivered(env(1, 4, 3), 0)]);
     // A new entity of the hosted shard starts on its first message.
     assert_eq!(
         t.req(env(1, 10, 1)),
-        vec![started(10, 1), delivered(env(1, 10, 1))]
+        vec![started(10, 1, 2), delivered(env(1, 10, 1), 2)]
     );
     let hosted: Vec<(ShardId, Vec<EntityId>)> =
         t.r.hosted()
-            .map(|(s, sh)| (s, sh.entity_ids().collect()))
+            .map(|(s, sh)| (s, sh.shard.entity_ids().collect()))
             .collect();
     assert_eq!(
         hosted,
@@ -564,15 +657,17 @@ fn host_shard_creates_the_shard_delivers_its_buffer_and_replies_shard_started() 
     t.req(env(1, 2, 1));
     t.req(env(1, 5, 1));
     let out = t.from(coord(0), Msg::HostShard { shard: shard(2) });
+    // ShardStarted goes at once (SR:925-934); the buffer reaches the Shard when it has
+    // initialized.
     assert_eq!(
         out,
         vec![
             obs(Observation::ShardHosted(shard(2))),
-            started(2, 2),
-            delivered(env(1, 2, 1)),
-            started(5, 2),
-            delivered(env(1, 5, 1)),
             send(coord(0), Msg::ShardStarted { shard: shard(2) }),
+            started(2, 2, 0),
+            started(5, 2, 1),
+            delivered(env(1, 2, 1), 0),
+            delivered(env(1, 5, 1), 1),
         ]
     );
     assert_eq!(t.r.home_of(shard(2)), Some(reg(1)));
@@ -594,9 +689,10 @@ fn host_shard_without_buffer_only_hosts_and_replies() {
         t.from(coord(0), Msg::HostShard { shard: shard(0) }),
         vec![send(coord(0), Msg::ShardStarted { shard: shard(0) })]
     );
+    assert_eq!(t.r.hosted().count(), 1);
     assert_eq!(
         t.req(env(1, 3, 1)),
-        vec![started(3, 0), delivered(env(1, 3, 1))]
+        vec![started(3, 0, 0), delivered(env(1, 3, 1), 0)]
     );
 }
 
@@ -604,7 +700,7 @@ fn host_shard_without_buffer_only_hosts_and_replies() {
 fn buffer_size_limit_drops_with_buffer_full() {
     let settings = Settings {
         buffer_size: 2,
-        ..Settings::default()
+        ..quiet()
     };
     let mut t = T::with(1, true, settings, ProtocolOptions::default()).registered();
     t.req(env(1, 1, 1));
@@ -633,7 +729,7 @@ fn buffer_full_for_a_new_shard_still_asks_its_home() {
     // deliverMessage asks GetShardHome when no buffer exists, before bufferMessage drops it.
     let settings = Settings {
         buffer_size: 1,
-        ..Settings::default()
+        ..quiet()
     };
     let mut t = T::with(1, true, settings, ProtocolOptions::default()).registered();
     t.req(env(1, 1, 1));
@@ -695,7 +791,7 @@ fn begin_hand_off_is_acked_also_for_an_unknown_shard() {
 
 #[test]
 fn begin_hand_off_is_acked_by_a_proxy() {
-    let mut t = T::with(5, false, Settings::default(), ProtocolOptions::default()).registered();
+    let mut t = T::with(5, false, quiet(), ProtocolOptions::default()).registered();
     assert_eq!(
         t.from(coord(0), Msg::BeginHandOff { shard: shard(2) }),
         vec![send(
@@ -717,7 +813,7 @@ fn via_owner() -> ProtocolOptions {
 
 #[test]
 fn handoff_ack_via_owner_relays_the_ack_through_the_previous_owner() {
-    let mut t = T::with(1, true, Settings::default(), via_owner()).registered();
+    let mut t = T::with(1, true, quiet(), via_owner()).registered();
     t.from(
         coord(0),
         Msg::ShardHome {
@@ -741,7 +837,7 @@ fn handoff_ack_via_owner_relays_the_ack_through_the_previous_owner() {
 
 #[test]
 fn handoff_ack_via_owner_acks_directly_when_owner_is_self_or_unknown() {
-    let mut t = T::with(1, true, Settings::default(), via_owner()).registered();
+    let mut t = T::with(1, true, quiet(), via_owner()).registered();
     t.from(coord(0), Msg::HostShard { shard: shard(1) });
     let ack = |s: u32| {
         vec![send(
@@ -789,8 +885,8 @@ fn begin_hand_off_ack_relay_is_forwarded_to_the_named_coordinator() {
 fn hand_off_drops_the_buffer_stops_entities_unhosts_and_replies_shard_stopped() {
     let mut t = T::new(1).registered();
     t.from(coord(0), Msg::HostShard { shard: shard(1) });
-    t.req(env(1, 4, 1));
-    t.req(env(1, 1, 1));
+    t.req(env(1, 4, 1)); // entity 4, incarnation 0
+    t.req(env(1, 1, 1)); // entity 1, incarnation 1
     t.req(env(1, 2, 1)); // shard 2: unknown home, buffered, must survive the hand-off of 1
     t.from(coord(0), Msg::BeginHandOff { shard: shard(1) });
     // Buffered at the owner between BeginHandOff and HandOff.
@@ -799,16 +895,61 @@ fn hand_off_drops_the_buffer_stops_entities_unhosts_and_replies_shard_stopped() 
         vec![send(coord(0), Msg::GetShardHome { shard: shard(1) })]
     );
     t.req(env(2, 7, 1));
-    let out = t.from(coord(0), Msg::HandOff { shard: shard(1) });
+    // The region drops what it buffered since BeginHandOff ("to avoid re-ordering") and
+    // forwards the HandOff to its Shard (SR:936-962); no ShardStopped yet.
+    let out = t.step(Input::Deliver {
+        from: coord(0),
+        msg: Msg::HandOff { shard: shard(1) },
+    });
     assert_eq!(
         out,
         vec![
             dropped(env(1, 4, 2), DropReason::HandOffBuffer),
             dropped(env(2, 7, 1), DropReason::HandOffBuffer),
-            stopped(1, StopReason::HandOff),
-            stopped(4, StopReason::HandOff),
-            obs(Observation::ShardUnhosted(shard(1))),
+            O::Local(Local::ToShard {
+                shard: shard(1),
+                uid: 0,
+                msg: ShardMsg::HandOff { from: coord(0) },
+            }),
+        ]
+    );
+    assert!(t.slot(1).unwrap().handing_off);
+    // The Shard's HandOffStopper sends the hand-off stop message to every entity and arms its
+    // stop timeout; each entity stops and terminates after its stop duration.
+    let out = t.next_local();
+    let stop = |entity: u32, inc: u64| {
+        O::Local(Local::StopEntity {
+            shard: shard(1),
+            uid: 0,
+            entity: EntityId(entity),
+            inc,
+            reason: StopReason::HandOff,
+        })
+    };
+    let stop_timeout = shard_timer(1, 0, ShardTimer::HandOffStopTimeout);
+    assert_eq!(
+        out,
+        vec![
+            stop(1, 1),
+            stop(4, 0),
+            O::Set(stop_timeout, ms(HANDOFF_STOP_TIMEOUT_MS)),
+        ]
+    );
+    assert!(t.slot(1).unwrap().shard.handing_off());
+    t.next_local();
+    t.next_local();
+    let terminations: Vec<LocalDelay> = t.pending.iter().map(|(_, d)| *d).collect();
+    assert_eq!(terminations, vec![LocalDelay::EntityStop; 2]);
+    // When every entity has terminated: ShardStopped to the coordinator (§7 t5-t6), then the
+    // Shard stops; its termination reaches the region, which forgets it.
+    assert_eq!(
+        t.pump(),
+        vec![
+            stopped(1, StopReason::HandOff, 1),
+            stopped(4, StopReason::HandOff, 0),
             send(coord(0), Msg::ShardStopped { shard: shard(1) }),
+            O::Cancel(stop_timeout),
+            obs(Observation::ShardUnhosted(shard(1))),
         ]
     );
     assert_eq!(t.r.hosted().count(), 0);
@@ -840,12 +981,13 @@ fn shard_is_rehosted_after_hand_off_when_allocated_back() {
             region: reg(1),
         },
     );
+    // A new Shard, and a new incarnation of the entity.
     assert_eq!(
         out,
         vec![
             obs(Observation::ShardHosted(shard(1))),
-            started(4, 1),
-            delivered(env(1, 4, 2)),
+            started(4, 1, 1),
+            delivered(env(1, 4, 2), 1),
         ]
     );
 }
@@ -874,15 +1016,16 @@ fn shard_home_elsewhere_for_a_hosted_shard_restarts_the_region() {
             region: reg(2),
         },
     );
+    // The restart stops every child at once (default preRestart), without local messages.
     assert_eq!(
         out,
         vec![
             obs(Observation::RegionRestarted),
-            stopped(3, StopReason::RegionRestart),
             obs(Observation::ShardUnhosted(shard(0))),
-            stopped(1, StopReason::RegionRestart),
-            stopped(4, StopReason::RegionRestart),
+            stopped(3, StopReason::RegionRestart, 1),
             obs(Observation::ShardUnhosted(shard(1))),
+            stopped(1, StopReason::RegionRestart, 2),
+            stopped(4, StopReason::RegionRestart, 0),
             send(coord(0), Msg::Register { region: reg(1) }),
             O::Set(Timer::RegisterRetry, ms(250)),
         ]
@@ -937,11 +1080,343 @@ fn shard_home_self_again_for_a_hosted_shard_is_harmless() {
     assert_eq!(t.r.hosted().count(), 1);
 }
 
+// ---- the Shard layer: starting, hand-off races, passivation (§2.4-§2.5, §6, §8, §12) ----
+
+fn host_shard(s: u32) -> Input {
+    Input::Deliver {
+        from: coord(0),
+        msg: Msg::HostShard { shard: shard(s) },
+    }
+}
+
+fn begin_hand_off(s: u32) -> Input {
+    Input::Deliver {
+        from: coord(0),
+        msg: Msg::BeginHandOff { shard: shard(s) },
+    }
+}
+
+fn hand_off(s: u32) -> Input {
+    Input::Deliver {
+        from: coord(0),
+        msg: Msg::HandOff { shard: shard(s) },
+    }
+}
+
+fn to_shard(s: u32, uid: u32, msg: ShardMsg) -> O {
+    O::Local(Local::ToShard {
+        shard: shard(s),
+        uid,
+        msg,
+    })
+}
+
+#[test]
+fn a_message_for_a_starting_shard_is_buffered_at_the_region_until_shard_initialized() {
+    let mut t = T::new(1).registered();
+    // HostShard creates the Shard and acks at once (SR:925-934); the Shard initialises (its
+    // InitDone to itself is in flight), then tells its region.
+    assert_eq!(
+        t.step(host_shard(1)),
+        vec![
+            O::Local(Local::ToShard {
+                shard: shard(1),
+                uid: 0,
+                msg: ShardMsg::InitDone,
+            }),
+            obs(Observation::ShardHosted(shard(1))),
+            send(coord(0), Msg::ShardStarted { shard: shard(1) }),
+        ]
+    );
+    assert!(!t.slot(1).unwrap().initialized);
+    // In `startingShards` getShard gives nothing: the region buffers (no GetShardHome: the home
+    // is known), and nothing reaches the Shard.
+    let msgs = [env(1, 4, 1), env(2, 7, 1), env(1, 4, 2)];
+    for m in msgs {
+        assert_eq!(t.step(Input::Request(m)), vec![]);
+    }
+    assert_eq!(t.r.buffered_total(), 3);
+    assert_eq!(t.r.buffered_shards().collect::<Vec<_>>(), vec![shard(1)]);
+    assert_eq!(t.slot(1).unwrap().shard.entity_ids().count(), 0);
+    // InitDone: the Shard sends ShardInitialized.
+    assert_eq!(
+        t.next_local(),
+        vec![O::Local(Local::ShardInitialized {
+            shard: shard(1),
+            uid: 0,
+        })]
+    );
+    // ShardInitialized: out of `startingShards`, the buffer goes to the Shard in order
+    // (`initializeShard` → `deliverBufferedMessages`).
+    assert_eq!(
+        t.next_local(),
+        msgs.iter()
+            .map(|m| to_shard(1, 0, ShardMsg::User(*m)))
+            .collect::<Vec<_>>()
+    );
+    assert!(t.slot(1).unwrap().initialized);
+    assert_eq!(t.r.buffered_total(), 0);
+    assert_eq!(
+        t.pump(),
+        vec![
+            started(4, 1, 0),
+            started(7, 1, 1),
+            delivered(msgs[0], 0),
+            delivered(msgs[1], 1),
+            delivered(msgs[2], 0),
+        ]
+    );
+    // Initialized: the next message goes straight to the Shard.
+    assert_eq!(
+        t.step(Input::Request(env(1, 4, 3))),
+        vec![to_shard(1, 0, ShardMsg::User(env(1, 4, 3)))]
+    );
+    assert_eq!(t.pump(), vec![delivered(env(1, 4, 3), 0)]);
+}
+
+#[test]
+fn hand_off_before_shard_initialized_goes_to_the_starting_shard() {
+    // akka#18945 (§12 B1, fixed): a Shard that has not sent ShardInitialized yet is still one
+    // the region has, so the HandOff goes to it and ShardStopped comes from it.
+    let mut t = T::new(1).registered();
+    t.step(host_shard(1)); // ShardInitialized in flight
+    assert_eq!(t.step(Input::Request(env(1, 4, 1))), vec![]); // buffered: starting
+    t.step(begin_hand_off(1));
+    // HandOff drops the whole buffer of the shard and forwards; no ShardStopped yet.
+    assert_eq!(
+        t.step(hand_off(1)),
+        vec![
+            dropped(env(1, 4, 1), DropReason::HandOffBuffer),
+            to_shard(1, 0, ShardMsg::HandOff { from: coord(0) }),
+        ]
+    );
+    assert!(t.slot(1).unwrap().handing_off);
+    // The Shard initializes, then handles the HandOff: no entity, so ShardStopped at once and
+    // it stops; its termination reaches the region.
+    assert_eq!(
+        t.pump(),
+        vec![
+            send(coord(0), Msg::ShardStopped { shard: shard(1) }),
+            obs(Observation::ShardUnhosted(shard(1))),
+        ]
+    );
+    assert_eq!(t.r.hosted().count(), 0);
+}
+
+#[test]
+fn legacy_hand_off_before_shard_initialized_is_answered_at_once_and_the_shard_keeps_running() {
+    // Akka before 2.4.1 (§12 B1): HandOff for a shard in `startingShards` is answered with
+    // ShardStopped by the region, and the starting Shard keeps running.
+    let opts = ProtocolOptions {
+        handoff_ignores_starting_shard: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = T::with(1, true, quiet(), opts).registered();
+    t.step(host_shard(1)); // ShardInitialized in flight
+    t.step(begin_hand_off(1));
+    assert_eq!(
+        t.step(hand_off(1)),
+        vec![send(coord(0), Msg::ShardStopped { shard: shard(1) })]
+    );
+    // The Shard initializes and stays: no ShardUnhosted, no hand-off.
+    assert_eq!(t.pump(), vec![]);
+    let slot = t.slot(1).unwrap();
+    assert!(slot.initialized && !slot.handing_off && !slot.shard.stopping());
+    // The coordinator, told the shard stopped, allocates it elsewhere: this region forwards
+    // there while its own Shard of it still runs.
+    assert_eq!(
+        t.req(env(1, 4, 1)),
+        vec![send(coord(0), Msg::GetShardHome { shard: shard(1) })]
+    );
+    assert_eq!(
+        t.from(
+            coord(0),
+            Msg::ShardHome {
+                shard: shard(1),
+                region: reg(2),
+            }
+        ),
+        vec![send(raddr(2), Msg::User(env(1, 4, 1)))]
+    );
+    assert_eq!(t.r.home_of(shard(1)), Some(reg(2)));
+    assert_eq!(t.r.hosted().count(), 1);
+}
+
+/// Shard 1 hosted here with entity 4 (incarnation 0), handed off up to the point where the
+/// Shard has sent ShardStopped and stopped, but its termination has not reached the region.
+fn shard_stopping_after_hand_off(opts: ProtocolOptions) -> T {
+    let mut t = T::with(1, true, quiet(), opts).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    t.from(coord(0), Msg::BeginHandOff { shard: shard(1) });
+    t.step(hand_off(1));
+    t.next_local(); // HandOff at the Shard: the stop message goes to entity 4
+    t.next_local(); // entity 4 stops; its termination is in flight
+    assert_eq!(
+        t.next_local(),
+        vec![
+            stopped(4, StopReason::HandOff, 0),
+            send(coord(0), Msg::ShardStopped { shard: shard(1) }),
+            O::Cancel(shard_timer(1, 0, ShardTimer::HandOffStopTimeout)),
+            obs(Observation::ShardUnhosted(shard(1))),
+            O::Local(Local::ShardTerminated {
+                shard: shard(1),
+                uid: 0,
+            }),
+        ]
+    );
+    t
+}
+
+#[test]
+fn host_shard_while_the_old_shard_stops_starts_the_shard_when_it_has_terminated() {
+    // PR akka#32976 (§12 B19, fixed): HostShard and the old Shard's Terminated reach the region
+    // in no set order. While the old Shard still stops, the region remembers the HostShard and
+    // neither starts nor acks.
+    let mut t = shard_stopping_after_hand_off(ProtocolOptions::default());
+    assert_eq!(t.step(host_shard(1)), vec![]);
+    assert_eq!(t.slot(1).unwrap().host_pending, Some(coord(0)));
+    // Terminated(old Shard): a new Shard starts and ShardStarted goes to the coordinator.
+    assert_eq!(
+        t.pump(),
+        vec![
+            obs(Observation::ShardHosted(shard(1))),
+            send(coord(0), Msg::ShardStarted { shard: shard(1) }),
+        ]
+    );
+    let slot = t.slot(1).unwrap();
+    assert_eq!(slot.shard.uid(), 1);
+    assert!(slot.initialized && !slot.handing_off && slot.host_pending.is_none());
+    assert_eq!(
+        t.req(env(1, 4, 2)),
+        vec![started(4, 1, 1), delivered(env(1, 4, 2), 1)]
+    );
+}
+
+#[test]
+fn legacy_host_shard_while_the_old_shard_stops_is_acked_and_nothing_starts() {
+    // Akka before PR akka#32976 (§12 B19): getShard finds the dying Shard, so nothing is
+    // created, yet ShardStarted is sent at once.
+    let opts = ProtocolOptions {
+        host_shard_acked_while_stopping: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = shard_stopping_after_hand_off(opts);
+    assert_eq!(
+        t.step(host_shard(1)),
+        vec![send(coord(0), Msg::ShardStarted { shard: shard(1) })]
+    );
+    // The old Shard terminates and the region forgets it: the shard is hosted nowhere, though
+    // the coordinator was told it started here.
+    assert_eq!(t.pump(), vec![]);
+    assert_eq!(t.r.hosted().count(), 0);
+    assert_eq!(t.r.home_of(shard(1)), Some(reg(1)));
+}
+
+#[test]
+fn passivate_stops_the_entity_buffers_in_the_shard_and_restarts_it_for_the_buffer() {
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    assert_eq!(
+        t.req(env(1, 4, 1)),
+        vec![started(4, 1, 0), delivered(env(1, 4, 1), 0)]
+    );
+    assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(0));
+    // §8 step 1: the entity sends Passivate to its Shard.
+    assert_eq!(
+        t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, out)),
+        vec![O::Local(Local::Passivate {
+            shard: shard(1),
+            uid: 0,
+            entity: EntityId(4),
+            inc: 0,
+        })]
+    );
+    // §8 step 2: the Shard marks it passivating and sends it the stop message, with the
+    // passivation stop-timeout armed (akka#32439).
+    let timed_out = shard_timer(1, 0, ShardTimer::PassivationTimedOut(EntityId(4)));
+    assert_eq!(
+        t.next_local(),
+        vec![
+            O::Local(Local::StopEntity {
+                shard: shard(1),
+                uid: 0,
+                entity: EntityId(4),
+                inc: 0,
+                reason: StopReason::Passivation,
+            }),
+            O::Set(timed_out, ms(10_000)),
+        ]
+    );
+    // A message sent meanwhile goes to the Shard...
+    assert_eq!(
+        t.step(Input::Request(env(2, 4, 1))),
+        vec![to_shard(1, 0, ShardMsg::User(env(2, 4, 1)))]
+    );
+    t.next_local(); // the entity processes its stop message; its termination is in flight
+                    // ...which buffers it while the entity passivates (§8 step 3).
+    assert_eq!(t.next_local(), vec![]);
+    let slot = t.slot(1).unwrap();
+    assert_eq!(slot.shard.buffered(), 1);
+    assert_eq!(
+        slot.shard.entities().collect::<Vec<_>>(),
+        vec![(EntityId(4), 0, EntityState::Passivating)]
+    );
+    // The entity terminates; with messages buffered, the Shard starts it again (a new
+    // incarnation) and delivers them (§8 step 4).
+    assert_eq!(
+        t.pump(),
+        vec![
+            stopped(4, StopReason::Passivation, 0),
+            O::Cancel(timed_out),
+            started(4, 1, 1),
+            delivered(env(2, 4, 1), 1),
+        ]
+    );
+    assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(1));
+    assert_eq!(t.slot(1).unwrap().shard.buffered(), 0);
+}
+
+#[test]
+fn a_new_shard_arms_idle_passivation_which_passivates_an_idle_entity() {
+    // Idle passivation is on by default (120 s, checked every 60 s, §9.1).
+    let mut t = T::with(1, true, Settings::default(), ProtocolOptions::default()).registered();
+    let tick = shard_timer(1, 0, ShardTimer::PassivateIdleTick);
+    assert_eq!(
+        t.h(host_shard(1)),
+        vec![
+            O::Set(tick, ms(60_000)),
+            obs(Observation::ShardHosted(shard(1))),
+            send(coord(0), Msg::ShardStarted { shard: shard(1) }),
+        ]
+    );
+    t.req(env(1, 4, 1));
+    // Not idle long enough yet: only the tick is re-armed.
+    t.now = Instant::ZERO + ms(60_000);
+    assert_eq!(t.h(Input::Timeout(tick)), vec![O::Set(tick, ms(60_000))]);
+    // Idle for the timeout: the Shard passivates it with the hand-off stop message (§8).
+    t.now = Instant::ZERO + ms(120_000);
+    let timed_out = shard_timer(1, 0, ShardTimer::PassivationTimedOut(EntityId(4)));
+    assert_eq!(
+        t.h(Input::Timeout(tick)),
+        vec![
+            O::Set(timed_out, ms(10_000)),
+            O::Set(tick, ms(60_000)),
+            stopped(4, StopReason::Passivation, 0),
+            O::Cancel(timed_out),
+        ]
+    );
+    assert_eq!(t.slot(1).unwrap().shard.entity_ids().count(), 0);
+    // A timer of a Shard actor that is gone never reaches its successor (uid).
+    let stale = shard_timer(1, 7, ShardTimer::PassivateIdleTick);
+    assert_eq!(t.h(Input::Timeout(stale)), vec![]);
+}
+
 // ---- proxy mode (§5.6) ----
 
 #[test]
 fn proxy_ignores_host_shard() {
-    let mut t = T::with(5, false, Settings::default(), ProtocolOptions::default()).registered();
+    let mut t = T::with(5, false, quiet(), ProtocolOptions::default()).registered();
     assert_eq!(t.from(coord(0), Msg::HostShard { shard: shard(1) }), vec![]);
     assert_eq!(t.r.hosted().count(), 0);
     assert_eq!(t.r.home_of(shard(1)), None);
@@ -949,7 +1424,7 @@ fn proxy_ignores_host_shard() {
 
 #[test]
 fn proxy_told_it_is_the_home_drops_the_buffer() {
-    let mut t = T::with(5, false, Settings::default(), ProtocolOptions::default()).registered();
+    let mut t = T::with(5, false, quiet(), ProtocolOptions::default()).registered();
     t.req(env(1, 1, 1));
     let out = t.from(
         coord(0),
@@ -964,7 +1439,7 @@ fn proxy_told_it_is_the_home_drops_the_buffer() {
 
 #[test]
 fn proxy_routes_and_flushes_like_a_region() {
-    let mut t = T::with(5, false, Settings::default(), ProtocolOptions::default()).registered();
+    let mut t = T::with(5, false, quiet(), ProtocolOptions::default()).registered();
     assert_eq!(
         t.req(env(1, 1, 1)),
         vec![send(coord(0), Msg::GetShardHome { shard: shard(1) })]
@@ -1007,7 +1482,7 @@ fn mutation_buffer_out_of_order_flushes_newest_first() {
         mutation: Mutation::BufferOutOfOrder,
         ..ProtocolOptions::default()
     };
-    let mut t = T::with(1, true, Settings::default(), opts).registered();
+    let mut t = T::with(1, true, quiet(), opts).registered();
     t.req(env(1, 1, 1));
     t.req(env(1, 1, 2));
     let out = t.from(
@@ -1032,7 +1507,7 @@ fn mutation_buffer_duplicate_delivers_the_first_twice() {
         mutation: Mutation::BufferDuplicate,
         ..ProtocolOptions::default()
     };
-    let mut t = T::with(1, true, Settings::default(), opts).registered();
+    let mut t = T::with(1, true, quiet(), opts).registered();
     t.req(env(1, 1, 1));
     t.req(env(1, 1, 2));
     let out = t.from(

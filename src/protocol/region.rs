@@ -129,10 +129,7 @@ impl Region {
             Local::ShardInitialized { shard, uid } => self.on_shard_initialized(shard, uid, out),
             Local::ShardTerminated { shard, uid } => self.on_shard_terminated(shard, uid, out),
             Local::ToShard { shard, uid, msg } => match self.shard_actor(shard, uid) {
-                Some(s) => match msg {
-                    ShardMsg::User(env) => s.deliver(now, env, out),
-                    ShardMsg::HandOff { from } => s.hand_off(from, out),
-                },
+                Some(s) => s.receive(now, msg, out),
                 None => {
                     if let ShardMsg::User(env) = msg {
                         out.observe(Observation::Dropped {
@@ -145,20 +142,26 @@ impl Region {
             Local::ToEntity {
                 shard,
                 uid,
+                inc,
+                env,
+            } => match self.shard_actor(shard, uid) {
+                Some(s) => s.entity_receive(inc, env, out),
+                None => out.observe(Observation::Dropped {
+                    env,
+                    reason: DropReason::EntityStopped,
+                }),
+            },
+            Local::StopEntity {
+                shard,
+                uid,
                 entity,
                 inc,
-                msg,
-            } => match self.shard_actor(shard, uid) {
-                Some(s) => s.entity_receive(entity, inc, msg, out),
-                None => {
-                    if let crate::protocol::EntityMsg::User(env) = msg {
-                        out.observe(Observation::Dropped {
-                            env,
-                            reason: DropReason::EntityStopped,
-                        });
-                    }
+                reason,
+            } => {
+                if let Some(s) = self.shard_actor(shard, uid) {
+                    s.entity_stop(entity, inc, reason, out);
                 }
-            },
+            }
             Local::Passivate {
                 shard,
                 uid,
@@ -523,10 +526,8 @@ impl Region {
             }
             _ => return,
         }
-        if self.region_by_shard.get(&shard) == Some(&self.me) || !self.buffers.contains_key(&shard)
-        {
-            self.deliver_buffer_locally(shard, out);
-        }
+        // Unconditionally, as Akka's `initializeShard` does.
+        self.deliver_buffer_locally(shard, out);
     }
 
     /// `Terminated(shard)` (SR:1040-1093): forget the Shard; with the fix of §12 B19, start

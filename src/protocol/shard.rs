@@ -8,8 +8,9 @@
 //! §8 step 6.
 //!
 //! Modelling choices (granularity, not behaviour):
-//! - No lease and no remember-entities yet: a Shard is initialised when created and sends
-//!   `ShardInitialized` at once (SH:489-614), which still reaches the region as its own event.
+//! - No lease and no remember-entities yet: a Shard initialises for a time the host draws
+//!   (the scenario's `shard-init-ms`, default 0), stashing what it receives meanwhile, then
+//!   sends `ShardInitialized` (SH:489-614).
 //! - An entity actor lives in its Shard's record. It processes its messages in order; its stop
 //!   message makes it stop, and it terminates (postStop, finishing its work) after a stop
 //!   duration the host draws. Messages that reach it meanwhile are lost, as Akka documents.
@@ -20,7 +21,7 @@ use crate::ids::{EntityId, ShardId};
 use crate::protocol::entity::Entity;
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
-    Addr, DropReason, EntityMsg, Envelope, Local, LocalDelay, Msg, Observation, Outbox, ShardTimer,
+    Addr, DropReason, Envelope, Local, LocalDelay, Msg, Observation, Outbox, ShardMsg, ShardTimer,
     StopReason, Timer,
 };
 use crate::time::{Duration, Instant};
@@ -58,6 +59,8 @@ struct EntityRec {
 /// Where the Shard is in its life.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
+    /// Initialising (SH:489-614): everything is stashed until it is done.
+    Initializing { stash: Vec<ShardMsg> },
     /// Handling messages.
     Running,
     /// `HandOff` received with live entities: the HandOffStopper waits for the entities it
@@ -93,8 +96,12 @@ impl Shard {
     ) -> Shard {
         let _ = now;
         out.local(
-            Local::ShardInitialized { shard: id, uid },
-            LocalDelay::Message,
+            Local::ToShard {
+                shard: id,
+                uid,
+                msg: ShardMsg::InitDone,
+            },
+            LocalDelay::ShardInit,
         );
         let idle = cfg.settings.passivate_idle_entity_after_ms;
         if idle > 0 {
@@ -107,7 +114,7 @@ impl Shard {
             id,
             uid,
             cfg,
-            phase: Phase::Running,
+            phase: Phase::Initializing { stash: Vec::new() },
             entities: BTreeMap::new(),
             buffered: 0,
         }
@@ -158,10 +165,40 @@ impl Shard {
 
     // ---- region → Shard ----
 
+    /// A message from the region (or, `InitDone`, from itself).
+    pub fn receive(&mut self, now: Instant, msg: ShardMsg, out: &mut Outbox) {
+        if let Phase::Initializing { stash } = &mut self.phase {
+            if msg != ShardMsg::InitDone {
+                stash.push(msg);
+                return;
+            }
+            // Initialised: tell the region, then unstash (SH:606).
+            let stash = std::mem::take(stash);
+            self.phase = Phase::Running;
+            out.local(
+                Local::ShardInitialized {
+                    shard: self.id,
+                    uid: self.uid,
+                },
+                LocalDelay::Message,
+            );
+            for m in stash {
+                self.receive(now, m, out);
+            }
+            return;
+        }
+        match msg {
+            ShardMsg::InitDone => {}
+            ShardMsg::User(env) => self.deliver(now, env, out),
+            ShardMsg::HandOff { from } => self.hand_off(from, out),
+        }
+    }
+
     /// A user message from the region (Shard `deliverMessage`, SH:1073-1149; remember off).
-    pub fn deliver(&mut self, now: Instant, env: Envelope, out: &mut Outbox) {
+    fn deliver(&mut self, now: Instant, env: Envelope, out: &mut Outbox) {
         match self.phase {
             Phase::Running => {}
+            Phase::Initializing { .. } => {} // not reached: stashed by `receive`
             // In hand-off the Shard handles only `Terminated`: entity messages are unhandled,
             // dead letters (§12 B23).
             Phase::HandingOff { .. } => {
@@ -198,9 +235,8 @@ impl Shard {
                     Local::ToEntity {
                         shard: id,
                         uid,
-                        entity: e,
                         inc: rec.inc,
-                        msg: EntityMsg::User(env),
+                        env,
                     },
                     LocalDelay::Message,
                 );
@@ -211,9 +247,8 @@ impl Shard {
                     Local::ToEntity {
                         shard: id,
                         uid,
-                        entity: e,
                         inc,
-                        msg: EntityMsg::User(env),
+                        env,
                     },
                     LocalDelay::Message,
                 );
@@ -249,7 +284,7 @@ impl Shard {
     /// fix of §12 B13 decides on live actors); else a HandOffStopper sends the hand-off stop
     /// message to every entity, force-stops the rest after its stop timeout, and sends
     /// `ShardStopped` when all have terminated (§7 t5-t6).
-    pub fn hand_off(&mut self, from: Addr, out: &mut Outbox) {
+    fn hand_off(&mut self, from: Addr, out: &mut Outbox) {
         match self.phase {
             Phase::Running => {}
             // "HandOff shard received during existing handOff": ignored.
@@ -264,12 +299,12 @@ impl Shard {
         for (e, rec) in &self.entities {
             waiting.insert(rec.inc);
             out.local(
-                Local::ToEntity {
+                Local::StopEntity {
                     shard: self.id,
                     uid: self.uid,
                     entity: *e,
                     inc: rec.inc,
-                    msg: EntityMsg::Stop(StopReason::HandOff),
+                    reason: StopReason::HandOff,
                 },
                 LocalDelay::Message,
             );
@@ -283,44 +318,53 @@ impl Shard {
 
     // ---- entity actors ----
 
-    /// A message reaches entity actor `inc`: it processes it in order.
-    pub fn entity_receive(&mut self, entity: EntityId, inc: u64, msg: EntityMsg, out: &mut Outbox) {
-        let (id, uid) = (self.id, self.uid);
-        let rec = match self.entities.get_mut(&entity) {
-            Some(r) if r.inc == inc && !r.stopping => r,
-            _ => {
-                // The actor has stopped, or is stopping: what was in its mailbox is lost (§8
-                // step 6).
-                if let EntityMsg::User(env) = msg {
-                    out.observe(Observation::Dropped {
-                        env,
-                        reason: DropReason::EntityStopped,
-                    });
-                }
-                return;
-            }
-        };
-        match msg {
-            EntityMsg::User(env) => {
+    /// The live, not stopping entity actor `inc` of `entity`, if it is one.
+    fn running_actor(&mut self, entity: EntityId, inc: u64) -> Option<&mut EntityRec> {
+        self.entities
+            .get_mut(&entity)
+            .filter(|r| r.inc == inc && !r.stopping)
+    }
+
+    /// A user message reaches entity actor `inc`, which processes it in order. If the actor
+    /// has stopped or is stopping, what was in its mailbox is lost (§8 step 6).
+    pub fn entity_receive(&mut self, inc: u64, env: Envelope, out: &mut Outbox) {
+        match self.running_actor(env.entity, inc) {
+            Some(rec) => {
                 rec.actor.receive(&env);
                 out.observe(Observation::Delivered {
                     env,
                     incarnation: inc,
                 });
             }
-            EntityMsg::Stop(reason) => {
-                rec.stopping = true;
-                rec.stop_reason = reason;
-                out.local(
-                    Local::EntityTerminated {
-                        shard: id,
-                        uid,
-                        entity,
-                        inc,
-                    },
-                    LocalDelay::EntityStop,
-                );
-            }
+            None => out.observe(Observation::Dropped {
+                env,
+                reason: DropReason::EntityStopped,
+            }),
+        }
+    }
+
+    /// Entity actor `inc` processes its stop message: it stops, and terminates after its
+    /// stop duration.
+    pub fn entity_stop(
+        &mut self,
+        entity: EntityId,
+        inc: u64,
+        reason: StopReason,
+        out: &mut Outbox,
+    ) {
+        let (shard, uid) = (self.id, self.uid);
+        if let Some(rec) = self.running_actor(entity, inc) {
+            rec.stopping = true;
+            rec.stop_reason = reason;
+            out.local(
+                Local::EntityTerminated {
+                    shard,
+                    uid,
+                    entity,
+                    inc,
+                },
+                LocalDelay::EntityStop,
+            );
         }
     }
 
@@ -348,12 +392,12 @@ impl Shard {
         }
         rec.state = EntityState::Passivating;
         out.local(
-            Local::ToEntity {
+            Local::StopEntity {
                 shard: self.id,
                 uid: self.uid,
                 entity,
                 inc,
-                msg: EntityMsg::Stop(reason),
+                reason,
             },
             LocalDelay::Message,
         );
@@ -440,7 +484,7 @@ impl Shard {
                     return;
                 }
             }
-            Phase::Running => {}
+            Phase::Running | Phase::Initializing { .. } => {}
         }
         if !buffer.is_empty() {
             // §8 step 4 (B30/B31 fix): messages arrived while it passivated: start it again
@@ -452,9 +496,8 @@ impl Shard {
                     Local::ToEntity {
                         shard: self.id,
                         uid: self.uid,
-                        entity,
                         inc,
-                        msg: EntityMsg::User(env),
+                        env,
                     },
                     LocalDelay::Message,
                 );
