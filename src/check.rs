@@ -5,7 +5,9 @@
 //!
 //! - [`safety`]: at-most-one, per-sender-order, no-duplicate;
 //! - [`oracles`]: journal-single-writer, allocation-to-downed;
-//! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`].
+//! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`];
+//! - here: message-lost, at [`TraceEvent::RunEnd`]: every message sent was delivered, dropped
+//!   with a named reason, or is still on its way.
 
 mod liveness;
 mod oracles;
@@ -42,6 +44,9 @@ pub enum Invariant {
     /// A role broke a rule of its own state (`Region::check_invariants`,
     /// `Coordinator::check_invariants`), checked after every input it handles.
     RoleInvariant,
+    /// At the end of the run, a user message was neither delivered, nor dropped with a named
+    /// reason, nor still on its way: it vanished (no silent loss).
+    MessageLost,
 }
 
 impl Invariant {
@@ -56,6 +61,7 @@ impl Invariant {
             Invariant::AllocationToDowned => "allocation-to-downed",
             Invariant::Liveness => "liveness",
             Invariant::RoleInvariant => "role-invariant",
+            Invariant::MessageLost => "message-lost",
         }
     }
 }
@@ -87,6 +93,11 @@ impl fmt::Display for Violation {
 /// journal-single-writer and liveness are off.
 #[derive(Debug, Default)]
 pub struct Checker {
+    /// User messages sent, delivered (by an entity) and dropped with a reason, for the
+    /// message-lost rule at [`TraceEvent::RunEnd`].
+    sent: u64,
+    delivered: u64,
+    dropped: u64,
     safety: safety::Safety,
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
@@ -128,6 +139,36 @@ impl Checker {
                 node,
                 incarnation,
             } => self.on_deliver(t, *sender, *entity, *seq, *node, *incarnation),
+            TraceEvent::Drop { .. } => {
+                self.dropped += 1;
+                self.safety
+                    .on_event(t, ev)
+                    .or_else(|| self.oracles.on_event(t, ev))
+                    .or_else(|| self.liveness.on_event(t, ev))
+            }
+            TraceEvent::RunEnd { in_flight } => {
+                let accounted = self.delivered + self.dropped + in_flight;
+                if accounted != self.sent {
+                    return Some(Violation {
+                        invariant: Invariant::MessageLost,
+                        t,
+                        detail: format!(
+                            "{} messages sent; {} delivered, {} dropped with a reason, {} still on their way: {} {}",
+                            self.sent,
+                            self.delivered,
+                            self.dropped,
+                            in_flight,
+                            self.sent.abs_diff(accounted),
+                            if accounted < self.sent {
+                                "vanished without a reason"
+                            } else {
+                                "accounted twice"
+                            }
+                        ),
+                    });
+                }
+                self.liveness.on_event(t, ev)
+            }
             TraceEvent::RoleBreach {
                 node,
                 role,
@@ -157,6 +198,7 @@ impl Checker {
         seq: u64,
         shard: ShardId,
     ) {
+        self.sent += 1;
         self.safety.on_send(sender, entity, seq);
         self.liveness.on_send(t, sender, entity, seq, shard);
     }
@@ -172,6 +214,7 @@ impl Checker {
         node: NodeId,
         incarnation: u64,
     ) -> Option<Violation> {
+        self.delivered += 1;
         self.liveness.settled(sender, entity, seq);
         self.safety
             .on_deliver(t, sender, entity, seq, node, incarnation)
@@ -424,7 +467,9 @@ pub fn parse_trace_line(
             from: Instant(num("from")?),
             to: Instant(num("to")?),
         },
-        "run_end" => TraceEvent::RunEnd,
+        "run_end" => TraceEvent::RunEnd {
+            in_flight: num("in_flight")?,
+        },
         "role_breach" => TraceEvent::RoleBreach {
             node: node("node")?,
             role: text("role")?,
@@ -704,7 +749,7 @@ mod tests {
                 from: Instant(5),
                 to: Instant(9),
             },
-            TraceEvent::RunEnd,
+            TraceEvent::RunEnd { in_flight: 3 },
         ];
         for e in events {
             let line = e.to_json(Instant(42));

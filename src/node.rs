@@ -757,7 +757,7 @@ impl Node {
             return;
         }
         if let Some(r) = self.region.as_ref() {
-            for env in r.buffered_messages() {
+            for env in r.all_buffered_messages() {
                 out.output(NodeOutput::Observe {
                     obs: Observation::Dropped {
                         env,
@@ -773,6 +773,13 @@ impl Node {
         self.view.clear();
         self.timers.clear();
         out.output(NodeOutput::Shutdown { reason });
+    }
+
+    /// User messages buffered in this node's region and its Shards.
+    pub fn buffered_user_messages(&self) -> u64 {
+        self.region
+            .as_ref()
+            .map_or(0, |r| r.all_buffered_messages().count() as u64)
     }
 
     /// Whether this incarnation has stopped.

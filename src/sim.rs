@@ -282,6 +282,8 @@ impl World {
     pub fn run(mut self) -> (RunResult, Tracer) {
         while let Some((t, ev)) = self.queue.pop() {
             if t > self.end.0 {
+                // Past the end: back in the queue, so the end-of-run accounting sees it.
+                self.queue.push(t, ev);
                 break;
             }
             self.now = Instant(t);
@@ -296,7 +298,8 @@ impl World {
             // result's end stays the last event's time unless liveness is checked.
             let last = self.now;
             self.now = self.end;
-            self.emit(TraceEvent::RunEnd);
+            let in_flight = self.user_messages_in_flight();
+            self.emit(TraceEvent::RunEnd { in_flight });
             if !self.sc.liveness.enabled {
                 self.now = last;
             }
@@ -330,6 +333,32 @@ impl World {
     /// The shard of an entity under this run's extractor.
     pub fn shard_of(&self, e: crate::ids::EntityId) -> ShardId {
         self.extractor.shard_id(e)
+    }
+
+    /// User messages still on their way: queued (network, local, deferred by a pause) or
+    /// buffered in a running node.
+    fn user_messages_in_flight(&self) -> u64 {
+        let carries = |ev: &Ev| match ev {
+            Ev::Deliver {
+                msg: Msg::User(_), ..
+            } => true,
+            Ev::Local { msg, .. } => local_user_message(msg).is_some(),
+            _ => false,
+        };
+        let queued = self.queue.iter().filter(|e| carries(e)).count() as u64;
+        let deferred: u64 = self
+            .slots
+            .iter()
+            .map(|s| s.deferred.iter().filter(|e| carries(e)).count() as u64)
+            .sum();
+        let buffered: u64 = self
+            .slots
+            .iter()
+            .filter(|s| s.up)
+            .filter_map(|s| s.node.as_ref())
+            .map(|n| n.buffered_user_messages())
+            .sum();
+        queued + deferred + buffered
     }
 
     #[inline(always)]

@@ -271,7 +271,11 @@ pub enum TraceEvent {
         to: Instant,
     },
     /// The run reached its end time without a violation (the end-of-run verdicts follow).
-    RunEnd,
+    RunEnd {
+        /// User messages still on their way at the end: on the network, between the actors of
+        /// a node, or buffered in a region or a Shard.
+        in_flight: u64,
+    },
     /// An invariant broke.
     Violation {
         /// Which.
@@ -383,7 +387,7 @@ impl TraceEvent {
             TraceEvent::RegionCoordinator { .. } => "region_coordinator",
             TraceEvent::RegionStopped { .. } => "region_stopped",
             TraceEvent::RoleBreach { .. } => "role_breach",
-            TraceEvent::RunEnd => "run_end",
+            TraceEvent::RunEnd { .. } => "run_end",
         }
     }
 
@@ -651,7 +655,7 @@ impl TraceEvent {
                 put("liveness", json!(liveness));
                 put("handoff_timeout_ms", json!(handoff_timeout_ms));
             }
-            TraceEvent::RunEnd => {}
+            TraceEvent::RunEnd { in_flight } => put("in_flight", json!(in_flight)),
         }
         Value::Object(v).to_string()
     }

@@ -112,6 +112,13 @@ fn cases() -> Vec<(Scenario, Outcome)> {
             mutated(overflow, Mutation::RegionIgnoresBufferSize),
             Outcome::RoleInvariant,
         ),
+        (
+            mutated(
+                load("hazards/handoff-passivation-restart-fixed.toml"),
+                Mutation::ShardForgetsPassivationBuffer,
+            ),
+            Outcome::MessageLost,
+        ),
     ]
 }
 
@@ -119,7 +126,7 @@ fn cases() -> Vec<(Scenario, Outcome)> {
 fn every_invariant_is_found_in_the_file() {
     let cases = cases();
     let found: Vec<Outcome> = cases.iter().map(|(_, inv)| *inv).collect();
-    assert_eq!(found.len(), 7, "one case per invariant");
+    assert_eq!(found.len(), 8, "one case per invariant");
     for (sc, inv) in cases {
         let sc = Arc::new(sc);
         let seed = (0..100)

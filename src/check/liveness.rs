@@ -161,7 +161,7 @@ impl Liveness {
                 seq,
                 ..
             } => self.settled(*sender, *entity, *seq),
-            TraceEvent::RunEnd if self.on => return self.verdict(t),
+            TraceEvent::RunEnd { .. } if self.on => return self.verdict(t),
             _ => {}
         }
         None

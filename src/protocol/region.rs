@@ -253,6 +253,15 @@ impl Region {
     pub fn buffered_messages(&self) -> impl Iterator<Item = Envelope> + '_ {
         self.buffers.values().flat_map(|b| b.iter().copied())
     }
+    /// Every message buffered here: in the region's buffers and in its Shards (for
+    /// passivating entities, and stashed while a Shard initialises).
+    pub fn all_buffered_messages(&self) -> impl Iterator<Item = Envelope> + '_ {
+        self.buffered_messages().chain(
+            self.shards
+                .values()
+                .flat_map(|slot| slot.shard.buffered_messages()),
+        )
+    }
 
     // ---- invariants ----
 

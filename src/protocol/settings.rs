@@ -116,6 +116,10 @@ pub enum Mutation {
     /// memory grows without bound while a coordinator is unreachable. No delivery checker sees
     /// it; the region's own `buffered-total-within-buffer-size` rule does (role-invariant).
     RegionIgnoresBufferSize,
+    /// A Shard whose passivating entity terminates forgets the messages buffered for it
+    /// without a word, instead of starting the entity again for them (§8 step 4): they
+    /// vanish. Only the end-of-run accounting sees it (breaks message-lost).
+    ShardForgetsPassivationBuffer,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.

@@ -158,6 +158,22 @@ impl Shard {
         self.buffered
     }
 
+    /// Every message the Shard holds: buffered for passivating entities, and stashed while it
+    /// initialises.
+    pub fn buffered_messages(&self) -> impl Iterator<Item = Envelope> + '_ {
+        let stashed: &[ShardMsg] = match &self.phase {
+            Phase::Initializing { stash } => stash,
+            _ => &[],
+        };
+        self.entities
+            .values()
+            .flat_map(|r| r.buffer.iter().copied())
+            .chain(stashed.iter().filter_map(|m| match m {
+                ShardMsg::User(env) => Some(*env),
+                _ => None,
+            }))
+    }
+
     /// The per-entity buffers hold `buffered()` messages in total (for the region's check).
     pub fn buffered_recount(&self) -> usize {
         self.entities.values().map(|r| r.buffer.len()).sum()
@@ -454,8 +470,13 @@ impl Shard {
             incarnation: inc,
         });
         let was_passivating = rec.state == EntityState::Passivating;
-        let buffer = std::mem::take(&mut rec.buffer);
+        let mut buffer = std::mem::take(&mut rec.buffer);
         self.buffered -= buffer.len();
+        if self.cfg.options.mutation
+            == crate::protocol::settings::Mutation::ShardForgetsPassivationBuffer
+        {
+            buffer.clear(); // deliberately broken: no Dropped, no restart
+        }
         self.entities.remove(&entity);
         if was_passivating {
             out.cancel_timer(self.timer(ShardTimer::PassivationTimedOut(entity)));

@@ -81,6 +81,11 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Every queued event, in no particular order (for end-of-run accounting).
+    pub fn iter(&self) -> impl Iterator<Item = &E> + '_ {
+        self.slab.iter().flatten()
+    }
+
     /// Events queued.
     pub fn len(&self) -> usize {
         self.heap.len()
