@@ -483,24 +483,14 @@ impl Shard {
         }
         match &mut self.phase {
             Phase::Stopping | Phase::Stopped => {
-                for env in buffer {
-                    out.observe(Observation::Dropped {
-                        env,
-                        reason: DropReason::ShardBufferLost,
-                    });
-                }
+                drop_all(buffer, DropReason::ShardBufferLost, out);
                 self.maybe_terminated(out);
                 return;
             }
             Phase::HandingOff { waiting, .. } => {
                 waiting.remove(&inc);
                 if self.cfg.options.handoff_drops_passivation_buffer {
-                    for env in buffer {
-                        out.observe(Observation::Dropped {
-                            env,
-                            reason: DropReason::ShardBufferLost,
-                        });
-                    }
+                    drop_all(buffer, DropReason::ShardBufferLost, out);
                     self.maybe_stopper_done(out);
                     return;
                 }
@@ -628,14 +618,16 @@ impl Shard {
                 reason,
                 incarnation: rec.inc,
             });
-            for env in rec.buffer {
-                out.observe(Observation::Dropped {
-                    env,
-                    reason: DropReason::RegionRestart,
-                });
-            }
+            drop_all(rec.buffer, DropReason::RegionRestart, out);
         }
         self.buffered = 0;
         self.phase = Phase::Stopped;
+    }
+}
+
+/// Report every message of `buffer` dropped for `reason`.
+fn drop_all(buffer: VecDeque<Envelope>, reason: DropReason, out: &mut Outbox) {
+    for env in buffer {
+        out.observe(Observation::Dropped { env, reason });
     }
 }
