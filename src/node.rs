@@ -116,6 +116,8 @@ pub enum NodeInput {
         entity: EntityId,
         /// Its incarnation.
         incarnation: u64,
+        /// Its stop message is one it never handles (§12 B32).
+        ignores_stop: bool,
     },
     /// The process stops at once (a crash): buffered messages are lost.
     Stop {
@@ -416,8 +418,9 @@ impl Node {
             NodeInput::EntityPassivates {
                 entity,
                 incarnation,
+                ignores_stop,
             } => self.in_region(now, out, true, |r, o| {
-                r.entity_passivates(entity, incarnation, o)
+                r.entity_passivates(entity, incarnation, ignores_stop, o)
             }),
             NodeInput::Stop { reason } => self.shutdown(reason, out),
         }

@@ -420,6 +420,8 @@ pub enum Local {
         entity: EntityId,
         /// The entity actor.
         inc: u64,
+        /// The stop message is one the entity never handles (an application bug, §12 B32).
+        ignores_stop: bool,
     },
     /// Death watch: the entity actor terminated (`EntityTerminated`, SH:918-981).
     EntityTerminated {

@@ -281,6 +281,9 @@ pub struct WorkloadSpec {
     /// Chance that an entity, after processing a message, sends `Passivate` to its Shard
     /// (entity-initiated passivation, akka-sharding.md §8).
     pub passivate_probability: f64,
+    /// Chance that such a `Passivate` names a stop message the entity never handles, so it
+    /// stays passivating until `passivation-stop-timeout` stops it by force (§12 B32).
+    pub ignore_stop_probability: f64,
 }
 
 impl Default for WorkloadSpec {
@@ -292,6 +295,7 @@ impl Default for WorkloadSpec {
             stop_ms: 60_000,
             focus: 0,
             passivate_probability: 0.0,
+            ignore_stop_probability: 0.0,
         }
     }
 }
@@ -475,6 +479,12 @@ impl Scenario {
         }
         if !(0.0..=1.0).contains(&self.workload.passivate_probability) {
             return err("workload.passivate-probability", "must be in [0, 1]".into());
+        }
+        if !(0.0..=1.0).contains(&self.workload.ignore_stop_probability) {
+            return err(
+                "workload.ignore-stop-probability",
+                "must be in [0, 1]".into(),
+            );
         }
         for (field, [a, b]) in [
             ("entities.stop-ms", self.entities.stop_ms),

@@ -127,6 +127,7 @@ enum Ev {
         inc: NodeInc,
         entity: EntityId,
         incarnation: u64,
+        ignores_stop: bool,
     },
     /// A message between actors of one node incarnation (region, Shard, entity).
     Local {
@@ -515,6 +516,7 @@ impl World {
                 inc,
                 entity,
                 incarnation,
+                ignores_stop,
             } => {
                 if self.running(node, inc) {
                     self.with_node(
@@ -522,6 +524,7 @@ impl World {
                         NodeInput::EntityPassivates {
                             entity,
                             incarnation,
+                            ignores_stop,
                         },
                     );
                 }
@@ -1022,6 +1025,8 @@ impl NodeHost for World {
             // The entity's own decision after this message: it sends Passivate to its Shard,
             // an input to the node after this one.
             let inc = self.cur.inc;
+            let q = self.sc.workload.ignore_stop_probability;
+            let ignores_stop = q > 0.0 && self.entity_rng.chance(q);
             self.push(
                 self.now,
                 Ev::Passivate {
@@ -1029,6 +1034,7 @@ impl NodeHost for World {
                     inc,
                     entity: env.entity,
                     incarnation,
+                    ignores_stop,
                 },
             );
         }

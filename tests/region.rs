@@ -1324,12 +1324,13 @@ fn passivate_stops_the_entity_buffers_in_the_shard_and_restarts_it_for_the_buffe
     assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(0));
     // §8 step 1: the entity sends Passivate to its Shard.
     assert_eq!(
-        t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, out)),
+        t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out)),
         vec![O::Local(Local::Passivate {
             shard: shard(1),
             uid: 0,
             entity: EntityId(4),
             inc: 0,
+            ignores_stop: false,
         })]
     );
     // §8 step 2: the Shard marks it passivating and sends it the stop message, with the

@@ -167,9 +167,10 @@ impl Region {
                 uid,
                 entity,
                 inc,
+                ignores_stop,
             } => {
                 if let Some(s) = self.shard_actor(shard, uid) {
-                    s.passivate(entity, inc, out);
+                    s.passivate(entity, inc, ignores_stop, out);
                 }
             }
             Local::EntityTerminated {
@@ -187,7 +188,13 @@ impl Region {
 
     /// Entity `entity` (incarnation `inc`) decided to passivate after a message: it sends
     /// `Passivate` to its Shard (§8 step 1), a local message.
-    pub fn entity_passivates(&mut self, entity: EntityId, inc: u64, out: &mut Outbox) {
+    pub fn entity_passivates(
+        &mut self,
+        entity: EntityId,
+        inc: u64,
+        ignores_stop: bool,
+        out: &mut Outbox,
+    ) {
         let shard = self.cfg.extractor.shard_id(entity);
         if let Some(slot) = self.shards.get(&shard) {
             out.local(
@@ -196,6 +203,7 @@ impl Region {
                     uid: slot.shard.uid(),
                     entity,
                     inc,
+                    ignores_stop,
                 },
                 LocalDelay::Message,
             );

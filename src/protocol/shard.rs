@@ -54,6 +54,8 @@ struct EntityRec {
     last_active: Instant,
     /// Messages buffered in the Shard while it passivates (SH `messageBuffers`).
     buffer: VecDeque<Envelope>,
+    /// Its own `Passivate` named a stop message it never handles (§12 B32).
+    ignores_stop: bool,
 }
 
 /// Where the Shard is in its life.
@@ -291,6 +293,7 @@ impl Shard {
                 stop_reason: StopReason::SelfStop,
                 last_active: now,
                 buffer: VecDeque::new(),
+                ignores_stop: false,
             },
         );
         inc
@@ -370,6 +373,9 @@ impl Shard {
     ) {
         let (shard, uid) = (self.id, self.uid);
         if let Some(rec) = self.running_actor(entity, inc) {
+            if reason == StopReason::Passivation && rec.ignores_stop {
+                return; // the stop message it named is one it does not handle (§12 B32)
+            }
             rec.stopping = true;
             rec.stop_reason = reason;
             out.local(
@@ -385,9 +391,14 @@ impl Shard {
     }
 
     /// `Passivate(stopMessage)` from entity actor `inc` (§8 step 2, SH:983-1071).
-    pub fn passivate(&mut self, entity: EntityId, inc: u64, out: &mut Outbox) {
+    pub fn passivate(&mut self, entity: EntityId, inc: u64, ignores_stop: bool, out: &mut Outbox) {
         if self.phase != Phase::Running {
             return; // in hand-off only `Terminated` is handled
+        }
+        if let Some(rec) = self.entities.get_mut(&entity) {
+            if rec.inc == inc && rec.state == EntityState::Active && rec.buffer.is_empty() {
+                rec.ignores_stop = ignores_stop;
+            }
         }
         self.start_passivation(entity, inc, StopReason::Passivation, out);
     }
