@@ -20,8 +20,9 @@ use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, Input, Local, LocalDelay, Member,
-    MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, ShardMsg, Timer,
+    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
+    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, ShardMsg,
+    Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -109,15 +110,15 @@ pub enum NodeInput {
     Leave,
     /// A message between actors of this node, sent through [`NodeOutput::Local`], arrived.
     Local(Local),
-    /// An entity decided to passivate after a message (the application's choice, drawn by
-    /// the host's workload): it sends `Passivate` to its Shard.
-    EntityPassivates {
+    /// An entity decided, after a message, to passivate or to stop itself (the
+    /// application's choice, drawn by the host's workload).
+    EntityActs {
         /// The entity.
         entity: EntityId,
         /// Its incarnation.
         incarnation: u64,
-        /// Its stop message is one it never handles (§12 B32).
-        ignores_stop: bool,
+        /// What it does.
+        act: EntityAct,
     },
     /// The process stops at once (a crash): buffered messages are lost.
     Stop {
@@ -415,12 +416,15 @@ impl Node {
                 );
                 self.in_region(now, out, protocol, |r, o| r.local(now, msg, o))
             }
-            NodeInput::EntityPassivates {
+            NodeInput::EntityActs {
                 entity,
                 incarnation,
-                ignores_stop,
-            } => self.in_region(now, out, true, |r, o| {
-                r.entity_passivates(entity, incarnation, ignores_stop, o)
+                act,
+            } => self.in_region(now, out, true, |r, o| match act {
+                EntityAct::Passivate { ignores_stop } => {
+                    r.entity_passivates(entity, incarnation, ignores_stop, o)
+                }
+                EntityAct::StopSelf => r.entity_stops_itself(entity, incarnation, o),
             }),
             NodeInput::Stop { reason } => self.shutdown(reason, out),
         }

@@ -451,6 +451,20 @@ pub enum ShardMsg {
     },
 }
 
+/// What an entity decides to do after processing a message (the application's choice; the
+/// simulator's workload draws it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntityAct {
+    /// Send `Passivate(stopMessage)` to its Shard (§8 step 1); `ignores_stop`: the stop
+    /// message is one it never handles (an application bug, §12 B32).
+    Passivate {
+        /// Whether it never handles its stop message.
+        ignores_stop: bool,
+    },
+    /// `context.stop(self)` without passivating (akka#29359, §12 B31).
+    StopSelf,
+}
+
 /// Which delay a [`Output::Local`] message takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LocalDelay {

@@ -284,6 +284,9 @@ pub struct WorkloadSpec {
     /// Chance that such a `Passivate` names a stop message the entity never handles, so it
     /// stays passivating until `passivation-stop-timeout` stops it by force (§12 B32).
     pub ignore_stop_probability: f64,
+    /// Chance that an entity, after processing a message, stops itself without passivating
+    /// (`context.stop(self)`, akka#29359, §12 B31).
+    pub self_stop_probability: f64,
 }
 
 impl Default for WorkloadSpec {
@@ -296,6 +299,7 @@ impl Default for WorkloadSpec {
             focus: 0,
             passivate_probability: 0.0,
             ignore_stop_probability: 0.0,
+            self_stop_probability: 0.0,
         }
     }
 }
@@ -479,6 +483,9 @@ impl Scenario {
         }
         if !(0.0..=1.0).contains(&self.workload.passivate_probability) {
             return err("workload.passivate-probability", "must be in [0, 1]".into());
+        }
+        if !(0.0..=1.0).contains(&self.workload.self_stop_probability) {
+            return err("workload.self-stop-probability", "must be in [0, 1]".into());
         }
         if !(0.0..=1.0).contains(&self.workload.ignore_stop_probability) {
             return err(

@@ -22,8 +22,8 @@ use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, Local, LocalDelay, MemberStatus,
-    Msg, Observation, Role, ShardMsg,
+    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
+    MemberStatus, Msg, Observation, Role, ShardMsg,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -121,13 +121,13 @@ enum Ev {
         idx: u32,
     },
     LivenessPhase,
-    /// An entity decided to passivate (drawn when it processed a message).
-    Passivate {
+    /// An entity decided to passivate or stop itself (drawn when it processed a message).
+    EntityActs {
         node: NodeId,
         inc: NodeInc,
         entity: EntityId,
         incarnation: u64,
-        ignores_stop: bool,
+        act: EntityAct,
     },
     /// A message between actors of one node incarnation (region, Shard, entity).
     Local {
@@ -400,7 +400,7 @@ impl World {
             Ev::Timer { node, .. }
             | Ev::Persisted { node, .. }
             | Ev::Local { node, .. }
-            | Ev::Passivate { node, .. }
+            | Ev::EntityActs { node, .. }
             | Ev::Resume { node } => Some(*node),
             Ev::Send { sender } => Some(self.workload.node_of(*sender)),
             Ev::JournalWrite { .. } | Ev::Join { .. } | Ev::Fault { .. } | Ev::LivenessPhase => {
@@ -511,20 +511,20 @@ impl World {
                     self.drop_msg(node, env, DropReason::NodeDown);
                 }
             }
-            Ev::Passivate {
+            Ev::EntityActs {
                 node,
                 inc,
                 entity,
                 incarnation,
-                ignores_stop,
+                act,
             } => {
                 if self.running(node, inc) {
                     self.with_node(
                         node,
-                        NodeInput::EntityPassivates {
+                        NodeInput::EntityActs {
                             entity,
                             incarnation,
-                            ignores_stop,
+                            act,
                         },
                     );
                 }
@@ -1020,21 +1020,33 @@ impl NodeHost for World {
     fn delivered(&mut self, env: Envelope, incarnation: u64) {
         let node = self.cur.node;
         self.stats.deliveries += 1;
-        let p = self.sc.workload.passivate_probability;
-        if p > 0.0 && self.entity_rng.chance(p) {
-            // The entity's own decision after this message: it sends Passivate to its Shard,
-            // an input to the node after this one.
+        // The entity's own decision after this message (an input to the node after this
+        // one): passivate, or stop itself.
+        let w = &self.sc.workload;
+        let (p, q, s) = (
+            w.passivate_probability,
+            w.ignore_stop_probability,
+            w.self_stop_probability,
+        );
+        let act = if p > 0.0 && self.entity_rng.chance(p) {
+            Some(EntityAct::Passivate {
+                ignores_stop: q > 0.0 && self.entity_rng.chance(q),
+            })
+        } else if s > 0.0 && self.entity_rng.chance(s) {
+            Some(EntityAct::StopSelf)
+        } else {
+            None
+        };
+        if let Some(act) = act {
             let inc = self.cur.inc;
-            let q = self.sc.workload.ignore_stop_probability;
-            let ignores_stop = q > 0.0 && self.entity_rng.chance(q);
             self.push(
                 self.now,
-                Ev::Passivate {
+                Ev::EntityActs {
                     node,
                     inc,
                     entity: env.entity,
                     incarnation,
-                    ignores_stop,
+                    act,
                 },
             );
         }

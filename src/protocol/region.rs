@@ -210,6 +210,16 @@ impl Region {
         }
     }
 
+    /// Entity `entity` (incarnation `inc`) stops itself without passivating
+    /// (`context.stop(self)`): it terminates after its stop duration (§12 B31).
+    pub fn entity_stops_itself(&mut self, entity: EntityId, inc: u64, out: &mut Outbox) {
+        let shard = self.cfg.extractor.shard_id(entity);
+        if let Some(slot) = self.shards.get_mut(&shard) {
+            slot.shard
+                .entity_stop(entity, inc, StopReason::SelfStop, out);
+        }
+    }
+
     fn shard_actor(&mut self, shard: ShardId, uid: u32) -> Option<&mut Shard> {
         self.shards
             .get_mut(&shard)
