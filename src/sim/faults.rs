@@ -20,7 +20,21 @@ impl World {
     pub(super) fn on_liveness_phase(&mut self) {
         let quiet = self.sc.liveness.quiet_ms * 1000;
         let from = Instant(self.now.0 + quiet / 2);
-        let to = Instant(self.end.0.saturating_sub(quiet / 4));
+        // A message may wait, legitimately, for an entity that is passivating: up to the
+        // passivation stop-timeout (an entity that ignores its stop message), its stop and
+        // its restart. The window closes early enough for that.
+        let stop_timeout = self.sc.settings.passivation_stop_timeout_ms;
+        let slack = if stop_timeout > 0 {
+            (stop_timeout + self.sc.entities.stop_ms[1] + 1_000) * 1000
+        } else {
+            0
+        };
+        let to = Instant(
+            self.end
+                .0
+                .saturating_sub((quiet / 4).max(slack))
+                .max(from.0),
+        );
         self.emit(TraceEvent::LivenessPhase { from, to });
         self.net.heal_nodes();
         self.set_journal_reachable(true);
