@@ -21,8 +21,7 @@ use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
-    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, ShardMsg,
-    Timer,
+    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -407,13 +406,7 @@ impl Node {
             NodeInput::Down(target) => self.membership_input(now, MInput::DownCommand(target), out),
             NodeInput::Leave => self.membership_input(now, MInput::Leave, out),
             NodeInput::Local(msg) => {
-                let protocol = !matches!(
-                    msg,
-                    Local::ToShard {
-                        msg: ShardMsg::User(_),
-                        ..
-                    } | Local::ToEntity { .. }
-                );
+                let protocol = msg.user_message().is_none();
                 self.in_region(now, out, protocol, |r, o| r.local(now, msg, o))
             }
             NodeInput::EntityActs {

@@ -436,6 +436,20 @@ pub enum Local {
     },
 }
 
+impl Local {
+    /// The user message it carries, if any.
+    pub fn user_message(&self) -> Option<Envelope> {
+        match self {
+            Local::ToShard {
+                msg: ShardMsg::User(env),
+                ..
+            }
+            | Local::ToEntity { env, .. } => Some(*env),
+            _ => None,
+        }
+    }
+}
+
 /// What a region tells one of its Shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShardMsg {

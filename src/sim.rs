@@ -23,7 +23,7 @@ use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, T
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
-    MemberStatus, Msg, Observation, Role, ShardMsg,
+    MemberStatus, Msg, Observation, Role,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -343,7 +343,7 @@ impl World {
             Ev::Deliver {
                 msg: Msg::User(_), ..
             } => true,
-            Ev::Local { msg, .. } => local_user_message(msg).is_some(),
+            Ev::Local { msg, .. } => msg.user_message().is_some(),
             _ => false,
         };
         let queued = self.queue.iter().filter(|e| carries(e)).count() as u64;
@@ -506,7 +506,7 @@ impl World {
             Ev::Local { node, inc, msg } => {
                 if self.running(node, inc) {
                     self.with_node(node, NodeInput::Local(msg));
-                } else if let Some(env) = local_user_message(&msg) {
+                } else if let Some(env) = msg.user_message() {
                     // The node incarnation is gone, with its mailboxes.
                     self.drop_msg(node, env, DropReason::NodeDown);
                 }
@@ -1086,18 +1086,6 @@ impl NodeHost for World {
 
     fn incarnations(&mut self) -> &mut Incarnations {
         &mut self.incarnations
-    }
-}
-
-/// The user message a local message carries, if any.
-fn local_user_message(msg: &Local) -> Option<Envelope> {
-    match msg {
-        Local::ToShard {
-            msg: ShardMsg::User(env),
-            ..
-        }
-        | Local::ToEntity { env, .. } => Some(*env),
-        _ => None,
     }
 }
 

@@ -229,12 +229,7 @@ impl Region {
 
     /// The live entity incarnation of `entity` in `shard` here, if any.
     pub fn entity_incarnation(&self, shard: ShardId, entity: EntityId) -> Option<u64> {
-        self.shards
-            .get(&shard)?
-            .shard
-            .entities()
-            .find(|(e, _, _)| *e == entity)
-            .map(|(_, inc, _)| inc)
+        self.shards.get(&shard)?.shard.incarnation_of(entity)
     }
 
     // ---- getters for checkers and tests ----

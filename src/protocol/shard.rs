@@ -155,6 +155,11 @@ impl Shard {
         self.entities.iter().map(|(e, r)| (*e, r.inc, r.state))
     }
 
+    /// The incarnation of `entity`'s live actor here, if any.
+    pub fn incarnation_of(&self, entity: EntityId) -> Option<u64> {
+        self.entities.get(&entity).map(|r| r.inc)
+    }
+
     /// Messages buffered for passivating entities.
     pub fn buffered(&self) -> usize {
         self.buffered
@@ -395,19 +400,16 @@ impl Shard {
         if self.phase != Phase::Running {
             return; // in hand-off only `Terminated` is handled
         }
-        if let Some(rec) = self.entities.get_mut(&entity) {
-            if rec.inc == inc && rec.state == EntityState::Active && rec.buffer.is_empty() {
-                rec.ignores_stop = ignores_stop;
-            }
-        }
-        self.start_passivation(entity, inc, StopReason::Passivation, out);
+        self.start_passivation(entity, inc, ignores_stop, out);
     }
 
+    /// Passivate entity actor `inc` (§8 step 2); `ignores_stop`: its stop message is one it
+    /// never handles (§12 B32; the idle strategy's hand-off stop message always stops it).
     fn start_passivation(
         &mut self,
         entity: EntityId,
         inc: u64,
-        reason: StopReason,
+        ignores_stop: bool,
         out: &mut Outbox,
     ) {
         let Some(rec) = self.entities.get_mut(&entity) else {
@@ -418,13 +420,14 @@ impl Shard {
             return;
         }
         rec.state = EntityState::Passivating;
+        rec.ignores_stop = ignores_stop;
         out.local(
             Local::StopEntity {
                 shard: self.id,
                 uid: self.uid,
                 entity,
                 inc,
-                reason,
+                reason: StopReason::Passivation,
             },
             LocalDelay::Message,
         );
@@ -607,7 +610,7 @@ impl Shard {
                     .collect();
                 for (e, inc) in idle_ones {
                     // Automatic passivation sends the hand-off stop message (§8 step 1).
-                    self.start_passivation(e, inc, StopReason::Passivation, out);
+                    self.start_passivation(e, inc, false, out);
                 }
                 out.set_timer(
                     self.timer(ShardTimer::PassivateIdleTick),
