@@ -47,6 +47,9 @@ pub enum Invariant {
     /// At the end of the run, a user message was neither delivered, nor dropped with a named
     /// reason, nor still on its way: it vanished (no silent loss).
     MessageLost,
+    /// A Shard threw an `IllegalStateException` (or an invalid actor name) that the modelled
+    /// Akka version has as a bug (§12 B33, B34, B35): every entity of the shard is killed.
+    ShardIllegalState,
 }
 
 impl Invariant {
@@ -62,6 +65,7 @@ impl Invariant {
             Invariant::Liveness => "liveness",
             Invariant::RoleInvariant => "role-invariant",
             Invariant::MessageLost => "message-lost",
+            Invariant::ShardIllegalState => "shard-illegal-state",
         }
     }
 }
@@ -101,6 +105,9 @@ pub struct Checker {
     safety: safety::Safety,
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
+    /// shard → the entities its remember-entities store holds, from the store's writes
+    /// ([`TraceEvent::StoreWrite`]): for remembered-entity liveness at the end.
+    remembered: std::collections::BTreeMap<ShardId, std::collections::BTreeSet<EntityId>>,
 }
 
 impl Checker {
@@ -167,8 +174,35 @@ impl Checker {
                         ),
                     });
                 }
-                self.liveness.on_event(t, ev)
+                self.liveness
+                    .on_event(t, ev)
+                    .or_else(|| self.remembered_entities_run(t))
             }
+            TraceEvent::StoreWrite {
+                shard,
+                started,
+                stopped,
+                ..
+            } => {
+                let set = self.remembered.entry(*shard).or_default();
+                set.extend(started.iter().copied());
+                for e in stopped {
+                    set.remove(e);
+                }
+                None
+            }
+            TraceEvent::ShardFailed {
+                node,
+                shard,
+                cause,
+                illegal: true,
+            } => Some(Violation {
+                invariant: Invariant::ShardIllegalState,
+                t,
+                detail: format!(
+                    "shard {shard} on node {node} threw: {cause}; the Shard restarts and every entity in it is killed"
+                ),
+            }),
             TraceEvent::RoleBreach {
                 node,
                 role,
@@ -218,6 +252,29 @@ impl Checker {
         self.liveness.settled(sender, entity, seq);
         self.safety
             .on_deliver(t, sender, entity, seq, node, incarnation)
+    }
+
+    /// Remembered-entity liveness (§2.6, issue 11): with the liveness rule on, at the end of
+    /// the run every entity a remember store holds runs somewhere (its shard started again
+    /// after every fault healed, and its starter started it).
+    fn remembered_entities_run(&self, t: Instant) -> Option<Violation> {
+        if !self.liveness.on {
+            return None;
+        }
+        for (shard, set) in &self.remembered {
+            for e in set {
+                if self.safety.live_incarnations(*e).is_empty() {
+                    return Some(Violation {
+                        invariant: Invariant::Liveness,
+                        t,
+                        detail: format!(
+                            "remembered entity {e} (shard {shard}) runs nowhere at the end of the run"
+                        ),
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// Live incarnations of `entity`.
@@ -348,6 +405,35 @@ pub fn parse_trace_line(
             incarnation: num("incarnation")?,
             reason: typed(&v, "reason", err)?,
         },
+        "shard_failed" => TraceEvent::ShardFailed {
+            node: node("node")?,
+            shard: shard("shard")?,
+            cause: text("cause")?,
+            illegal: flag("illegal")?,
+        },
+        "store_write" => {
+            let ids = |k: &str| -> Result<Vec<EntityId>, TraceFileError> {
+                let arr = v
+                    .get(k)
+                    .and_then(|x| x.as_array())
+                    .ok_or_else(|| err(k, "missing or not an array".into()))?;
+                arr.iter()
+                    .map(|x| {
+                        x.as_str()
+                            .and_then(|s| s.strip_prefix('e'))
+                            .and_then(|s| s.parse().ok())
+                            .map(EntityId)
+                            .ok_or_else(|| err(k, format!("{x} is not an entity id e<number>")))
+                    })
+                    .collect()
+            };
+            TraceEvent::StoreWrite {
+                node: node("node")?,
+                shard: shard("shard")?,
+                started: ids("started")?,
+                stopped: ids("stopped")?,
+            }
+        }
         "shard_hosted" => TraceEvent::ShardHosted {
             shard: shard("shard")?,
             node: node("node")?,

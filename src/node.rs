@@ -21,7 +21,8 @@ use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
-    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach, Timer,
+    LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach,
+    StopReason, StoreReply, StoreRequest, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -119,6 +120,8 @@ pub enum NodeInput {
         /// What it does.
         act: EntityAct,
     },
+    /// A remember-entities store answered a Shard of this node's region.
+    StoreReply(Box<StoreReply>),
     /// The process stops at once (a crash): buffered messages are lost.
     Stop {
         /// Why.
@@ -137,6 +140,9 @@ pub enum NodeOutput {
         /// Which delay.
         delay: LocalDelay,
     },
+    /// A Shard's request to its remember-entities store (§2.6): the host answers with
+    /// [`NodeInput::StoreReply`] (or never, when the store is unreachable or failing).
+    Store(Box<StoreRequest>),
     /// Send a sharding message from this node's `from` actor.
     Send {
         /// The sending actor on this node.
@@ -417,8 +423,17 @@ impl Node {
                 EntityAct::Passivate { ignores_stop } => {
                     r.entity_passivates(entity, incarnation, ignores_stop, o)
                 }
-                EntityAct::StopSelf => r.entity_stops_itself(entity, incarnation, o),
+                EntityAct::StopSelf => {
+                    r.entity_stops_itself(entity, incarnation, StopReason::SelfStop, o)
+                }
+                EntityAct::Crash => {
+                    r.entity_stops_itself(entity, incarnation, StopReason::Crashed, o)
+                }
+                EntityAct::FailShard => r.shard_of_entity_fails(entity, o),
             }),
+            NodeInput::StoreReply(reply) => {
+                self.in_region(now, out, true, |r, o| r.store_reply(now, *reply, o))
+            }
             NodeInput::Stop { reason } => self.shutdown(reason, out),
         }
     }
@@ -561,6 +576,7 @@ impl Node {
                     out.delivered(env, incarnation)
                 }
                 Output::Local { msg, delay } => out.output(NodeOutput::Local { msg, delay }),
+                Output::Store(req) => out.output(NodeOutput::Store(req)),
                 Output::Observe(obs) => self.observe(obs, out),
                 Output::Stop { reason } => match role {
                     Role::Coordinator => self.stop_coordinator(now, reason, out),

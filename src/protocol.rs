@@ -133,6 +133,12 @@ pub enum Timer {
     /// Coordinator: when a removed region's termination is processed, `down-removal-margin`
     /// after its node was removed (`DelayedShardRegionTerminated`, §3.5, akka#18314).
     DelayedShardRegionTerminated(RegionRef),
+    /// Region: `RestartShard(shard)`, `shard-failure-backoff` after a Shard died unexpectedly
+    /// with remember-entities on (SR:1050-1093).
+    RestartShard(ShardId),
+    /// Region: the remember-entities starter resends `StartEntity` for the entities of this
+    /// shard not yet acknowledged (`retry-interval`, §2.6).
+    StarterRetry(ShardId),
     /// Coordinator: when a journal write that has not been acknowledged counts as failed
     /// (the journal plugin's call-timeout); the coordinator then stops and its back-off
     /// supervisor restarts it (`coordinator-failure-backoff`).
@@ -161,13 +167,24 @@ pub enum ShardTimer {
     /// `PassivateIntervalTick` of the idle strategy: every `idle-timeout / 2`, entities idle for
     /// longer than the timeout are passivated (§9.1).
     PassivateIdleTick,
+    /// `RestartTerminatedEntity(entity)`: `entity-restart-backoff` after a remembered entity
+    /// stopped without passivating, it starts again (§6.4).
+    RestartTerminatedEntity(EntityId),
+    /// `RememberEntityTimeout`: the store did not answer a write within
+    /// `updating-state-timeout` (the Shard throws) or the load within
+    /// `waiting-for-state-timeout` (the Shard stops) (§6.1, §6.4).
+    RememberEntityTimeout,
 }
 
 impl Timer {
     /// The role owning this timer.
     pub fn role(self) -> Role {
         match self {
-            Timer::RegionRetry | Timer::RegisterRetry | Timer::Shard { .. } => Role::Region,
+            Timer::RegionRetry
+            | Timer::RegisterRetry
+            | Timer::Shard { .. }
+            | Timer::RestartShard(_)
+            | Timer::StarterRetry(_) => Role::Region,
             _ => Role::Coordinator,
         }
     }
@@ -210,6 +227,10 @@ pub enum StopReason {
     Forced,
     /// It stopped by itself, without passivating (akka#29359, §12 B31).
     SelfStop,
+    /// It failed (an exception drawn by the workload) and its supervisor stopped it.
+    Crashed,
+    /// Its Shard failed and restarted (Akka's restart stops every child first).
+    ShardRestart,
 }
 
 /// Why a user message was dropped.
@@ -240,6 +261,9 @@ pub enum DropReason {
     ShardBufferLost,
     /// Sent to a Shard actor that had already stopped (a dead letter on the node).
     ShardGone,
+    /// Buffered in a Shard (for a passivating, restarting or remembering entity) when the
+    /// Shard failed and restarted: the old instance's buffers die with it.
+    ShardRestart,
 }
 
 /// Facts for checkers and the trace. Protocol code never reads them back.
@@ -316,6 +340,26 @@ pub enum Observation {
     },
     /// The region restarted (Akka: an exception in ShardRegion restarts it).
     RegionRestarted,
+    /// A Shard threw: Akka's default supervision restarts it in place (every entity is
+    /// stopped, buffers are lost, remembered entities are loaded again).
+    ShardFailed {
+        /// The shard.
+        shard: ShardId,
+        /// Why.
+        cause: ShardFailure,
+    },
+}
+
+/// Why a Shard threw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShardFailure {
+    /// The workload made it fail (an application-level exception).
+    Injected,
+    /// A remember-entities write was not answered within `updating-state-timeout` (§6.4).
+    StoreTimeout,
+    /// An `IllegalStateException` or an invalid actor name: a bug of the modelled Akka version
+    /// (§12 B33, B34, B35), named by the text. The checker's `shard-illegal-state` oracle.
+    IllegalState(&'static str),
 }
 
 /// Everything a role asks of its host, applied in order.
@@ -341,6 +385,9 @@ pub enum Output {
     Persist(CoordinatorEvent),
     /// A fact for the checkers and the trace.
     Observe(Observation),
+    /// A request from a Shard to its remember-entities store (§2.6); the host answers with a
+    /// [`StoreReply`].
+    Store(Box<StoreRequest>),
     /// A message between actors of this node (region, Shard, entity): always its own event,
     /// after the node's local delay (or, for an entity's termination, its stop duration).
     Local {
@@ -423,6 +470,14 @@ pub enum Local {
         /// The stop message is one the entity never handles (an application bug, §12 B32).
         ignores_stop: bool,
     },
+    /// Shard → the region's remember-entities starter: start this remembered entity through
+    /// the region (`StartEntity` routed by the current extractor, §2.6, akka#22289).
+    StartRemembered {
+        /// The Shard that remembered it.
+        shard: ShardId,
+        /// The entity.
+        entity: EntityId,
+    },
     /// Death watch: the entity actor terminated (`EntityTerminated`, SH:918-981).
     EntityTerminated {
         /// The entity's shard.
@@ -463,6 +518,73 @@ pub enum ShardMsg {
         /// Where `ShardStopped` goes.
         from: Addr,
     },
+    /// `StartEntity(entity)` from a remember-entities starter on region `starter`, for the
+    /// entities remembered by shard `for_shard`: answered with `StartEntityAck`.
+    StartEntity {
+        /// The entity.
+        entity: EntityId,
+        /// The starter's region.
+        starter: RegionRef,
+        /// The shard whose starter asks.
+        for_shard: ShardId,
+    },
+    /// `EntitiesMovedToOtherShard`: the starter saw this remembered entity acked by another
+    /// shard (the extractor changed): forget it here (akka#22289).
+    EntityMoved {
+        /// The entity.
+        entity: EntityId,
+    },
+    /// The workload made the Shard throw while handling a message.
+    Fail,
+}
+
+/// A Shard's request to its remember-entities store (§2.6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreRequest {
+    /// The shard.
+    pub shard: ShardId,
+    /// The Shard actor.
+    pub uid: u32,
+    /// The Shard instance (restarts in place count up).
+    pub instance: u32,
+    /// What it asks.
+    pub op: StoreOp,
+}
+
+/// The remember-entities shard store's requests (`RememberEntitiesShardStore`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreOp {
+    /// `GetEntities`: answered with `RememberedEntities(ids)`.
+    GetEntities,
+    /// `Update(started, stopped)`: answered with `UpdateDone`.
+    Update {
+        /// Entities started.
+        started: Vec<EntityId>,
+        /// Entities stopped.
+        stopped: Vec<EntityId>,
+    },
+}
+
+/// A remember-entities store's answer to a Shard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreReply {
+    /// The shard.
+    pub shard: ShardId,
+    /// The Shard actor.
+    pub uid: u32,
+    /// The Shard instance that asked.
+    pub instance: u32,
+    /// The answer.
+    pub kind: StoreReplyKind,
+}
+
+/// What a store answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreReplyKind {
+    /// `RememberedEntities(ids)`.
+    Remembered(Vec<EntityId>),
+    /// `UpdateDone` for the oldest write in flight.
+    UpdateDone,
 }
 
 /// What an entity decides to do after processing a message (the application's choice; the
@@ -477,6 +599,12 @@ pub enum EntityAct {
     },
     /// `context.stop(self)` without passivating (akka#29359, §12 B31).
     StopSelf,
+    /// It throws; the Shard's supervision stops it (it restarts after
+    /// `entity-restart-backoff` when remembered).
+    Crash,
+    /// Its Shard throws while handling the message's aftermath (an application-level bug,
+    /// e.g. in a custom passivation strategy); the Shard restarts in place.
+    FailShard,
 }
 
 /// Which delay a [`Output::Local`] message takes.
@@ -526,6 +654,15 @@ impl Outbox {
     /// Cancel a timer.
     pub fn cancel_timer(&mut self, timer: Timer) {
         self.0.push(Output::CancelTimer(timer));
+    }
+    /// Ask the remember-entities store.
+    pub fn store(&mut self, shard: ShardId, uid: u32, instance: u32, op: StoreOp) {
+        self.0.push(Output::Store(Box::new(StoreRequest {
+            shard,
+            uid,
+            instance,
+            op,
+        })));
     }
     /// Report a fact.
     pub fn observe(&mut self, o: Observation) {

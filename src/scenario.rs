@@ -287,6 +287,13 @@ pub struct WorkloadSpec {
     /// Chance that an entity, after processing a message, stops itself without passivating
     /// (`context.stop(self)`, akka#29359, §12 B31).
     pub self_stop_probability: f64,
+    /// Chance that an entity, after processing a message, throws: its supervision stops it
+    /// (Akka Typed's default); remembered, it restarts after `entity-restart-backoff` (§6.4).
+    pub crash_probability: f64,
+    /// Chance that an entity's Shard throws after the entity processed a message (an
+    /// application bug in the Shard's plug-ins): the Shard restarts in place, killing its
+    /// entities (remembered ones are loaded and started again).
+    pub shard_failure_probability: f64,
 }
 
 impl Default for WorkloadSpec {
@@ -300,6 +307,8 @@ impl Default for WorkloadSpec {
             passivate_probability: 0.0,
             ignore_stop_probability: 0.0,
             self_stop_probability: 0.0,
+            crash_probability: 0.0,
+            shard_failure_probability: 0.0,
         }
     }
 }
@@ -486,6 +495,42 @@ impl Scenario {
         }
         if !(0.0..=1.0).contains(&self.workload.self_stop_probability) {
             return err("workload.self-stop-probability", "must be in [0, 1]".into());
+        }
+        if !(0.0..=1.0).contains(&self.workload.crash_probability) {
+            return err("workload.crash-probability", "must be in [0, 1]".into());
+        }
+        if !(0.0..=1.0).contains(&self.workload.shard_failure_probability) {
+            return err(
+                "workload.shard-failure-probability",
+                "must be in [0, 1]".into(),
+            );
+        }
+        let st = &self.settings;
+        if st.remember_entities
+            && st.remember_entities_store == crate::protocol::settings::RememberStore::Ddata
+        {
+            return err(
+                "settings.remember-entities-store",
+                "the ddata remember store is not modelled yet: use \"eventsourced\"".into(),
+            );
+        }
+        if st.remember_entities {
+            for (field, v) in [
+                (
+                    "settings.updating-state-timeout-ms",
+                    st.updating_state_timeout_ms,
+                ),
+                (
+                    "settings.waiting-for-state-timeout-ms",
+                    st.waiting_for_state_timeout_ms,
+                ),
+            ] {
+                if v == 0 {
+                    // Akka schedules the store timeouts with these; zero would fire before
+                    // any store could answer.
+                    return err(field, "must be above 0 with remember-entities on".into());
+                }
+            }
         }
         if !(0.0..=1.0).contains(&self.workload.ignore_stop_probability) {
             return err(

@@ -23,7 +23,8 @@ use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, T
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
-    MemberStatus, Msg, Observation, Role,
+    MemberStatus, Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreReplyKind,
+    StoreRequest,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -138,6 +139,20 @@ enum Ev {
     /// A pause ends: flush what arrived meanwhile.
     Resume {
         node: NodeId,
+    },
+    /// A Shard's request reaches the eventsourced remember-entities store (the journal).
+    StoreRequest {
+        node: NodeId,
+        inc: NodeInc,
+        req: Box<StoreRequest>,
+        epoch: u32,
+    },
+    /// The store's answer reaches the Shard's node.
+    StoreReply {
+        node: NodeId,
+        inc: NodeInc,
+        reply: Box<StoreReply>,
+        epoch: u32,
     },
 }
 
@@ -401,11 +416,14 @@ impl World {
             | Ev::Persisted { node, .. }
             | Ev::Local { node, .. }
             | Ev::EntityActs { node, .. }
+            | Ev::StoreReply { node, .. }
             | Ev::Resume { node } => Some(*node),
             Ev::Send { sender } => Some(self.workload.node_of(*sender)),
-            Ev::JournalWrite { .. } | Ev::Join { .. } | Ev::Fault { .. } | Ev::LivenessPhase => {
-                None
-            }
+            Ev::JournalWrite { .. }
+            | Ev::StoreRequest { .. }
+            | Ev::Join { .. }
+            | Ev::Fault { .. }
+            | Ev::LivenessPhase => None,
         }
     }
 
@@ -530,6 +548,85 @@ impl World {
                 }
             }
             Ev::Resume { .. } => {}
+            Ev::StoreRequest {
+                node,
+                inc,
+                req,
+                epoch,
+            } => self.on_store_request(node, inc, *req, epoch),
+            Ev::StoreReply {
+                node,
+                inc,
+                reply,
+                epoch,
+            } => {
+                if self.net.ok(self.net.journal(), node.0 as usize, epoch)
+                    && self.running(node, inc)
+                {
+                    self.with_node(node, NodeInput::StoreReply(reply));
+                }
+            }
+        }
+    }
+
+    /// The eventsourced remember-entities store (a persistent actor per shard writing to the
+    /// journal, §6.4) serves a request: with the journal's faults, a request that is lost or
+    /// a write that fails gets no answer (the Shard's timeout fires).
+    fn on_store_request(&mut self, node: NodeId, inc: NodeInc, req: StoreRequest, epoch: u32) {
+        let j = self.net.journal();
+        if !self.net.ok(node.0 as usize, j, epoch) || !self.journal.available {
+            return;
+        }
+        let kind = match req.op {
+            StoreOp::GetEntities => {
+                let entities: Vec<EntityId> = self
+                    .journal
+                    .shard_stores
+                    .get(&req.shard)
+                    .map(|s| s.iter().copied().collect())
+                    .unwrap_or_default();
+                self.emit(TraceEvent::StoreRead {
+                    node,
+                    shard: req.shard,
+                    entities: entities.clone(),
+                });
+                StoreReplyKind::Remembered(entities)
+            }
+            StoreOp::Update { started, stopped } => {
+                if self.journal.failing {
+                    return;
+                }
+                let set = self.journal.shard_stores.entry(req.shard).or_default();
+                for e in &started {
+                    set.insert(*e);
+                }
+                for e in &stopped {
+                    set.remove(e);
+                }
+                self.emit(TraceEvent::StoreWrite {
+                    node,
+                    shard: req.shard,
+                    started,
+                    stopped,
+                });
+                StoreReplyKind::UpdateDone
+            }
+        };
+        if let Some((at, epoch)) = self.net.schedule(self.now, j, node.0 as usize, 0) {
+            self.push(
+                at,
+                Ev::StoreReply {
+                    node,
+                    inc,
+                    reply: Box::new(StoreReply {
+                        shard: req.shard,
+                        uid: req.uid,
+                        instance: req.instance,
+                        kind,
+                    }),
+                    epoch,
+                },
+            );
         }
     }
 
@@ -828,6 +925,19 @@ impl World {
                 }
             }
             Observation::CoordinatorRecovered { .. } => {}
+            Observation::ShardFailed { shard, cause } => {
+                let (cause, illegal) = match cause {
+                    ShardFailure::Injected => ("injected".to_string(), false),
+                    ShardFailure::StoreTimeout => ("remember store timeout".to_string(), false),
+                    ShardFailure::IllegalState(s) => (s.to_string(), true),
+                };
+                self.emit(TraceEvent::ShardFailed {
+                    node,
+                    shard,
+                    cause,
+                    illegal,
+                });
+            }
             Observation::RegionRestarted => self.emit(TraceEvent::RegionRestarted { node }),
         }
     }
@@ -923,6 +1033,24 @@ impl NodeHost for World {
                 }
             }
             NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),
+            NodeOutput::Store(req) => {
+                let extra = match req.op {
+                    StoreOp::GetEntities => 0,
+                    StoreOp::Update { .. } => self.journal.write_latency_us(),
+                };
+                let j = self.net.journal();
+                if let Some((at, epoch)) = self.net.schedule(self.now, node.0 as usize, j, extra) {
+                    self.push(
+                        at,
+                        Ev::StoreRequest {
+                            node,
+                            inc,
+                            req,
+                            epoch,
+                        },
+                    );
+                }
+            }
             NodeOutput::TimerFired(timer) => {
                 if self.tracer.on() {
                     self.emit(TraceEvent::Timer { node, timer });
@@ -1034,6 +1162,12 @@ impl NodeHost for World {
             })
         } else if s > 0.0 && self.entity_rng.chance(s) {
             Some(EntityAct::StopSelf)
+        } else if w.crash_probability > 0.0 && self.entity_rng.chance(w.crash_probability) {
+            Some(EntityAct::Crash)
+        } else if w.shard_failure_probability > 0.0
+            && self.entity_rng.chance(w.shard_failure_probability)
+        {
+            Some(EntityAct::FailShard)
         } else {
             None
         };

@@ -295,6 +295,43 @@ pub enum TraceEvent {
         /// What broke it.
         detail: String,
     },
+    /// A Shard threw and restarts in place.
+    ShardFailed {
+        /// Where.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+        /// Why.
+        cause: String,
+        /// An `IllegalStateException` (or invalid actor name) of the modelled Akka version:
+        /// the `shard-illegal-state` oracle.
+        illegal: bool,
+    },
+    /// A remember-entities store accepted a write (§6.4): the entities now remembered for the
+    /// shard gain `started` and lose `stopped`.
+    StoreWrite {
+        /// The writing Shard's node.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+        /// Entities added.
+        started: Vec<EntityId>,
+        /// Entities removed.
+        stopped: Vec<EntityId>,
+    },
+    /// A remember-entities store answered `GetEntities`.
+    StoreRead {
+        /// The reading Shard's node.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+        /// The remembered entities it returned.
+        entities: Vec<EntityId>,
+    },
+}
+
+fn ids_json(ids: &[EntityId]) -> Value {
+    Value::Array(ids.iter().map(|e| json!(e.to_string())).collect())
 }
 
 fn reason_str<T: serde::Serialize>(r: &T) -> Value {
@@ -388,6 +425,9 @@ impl TraceEvent {
             TraceEvent::RegionStopped { .. } => "region_stopped",
             TraceEvent::RoleBreach { .. } => "role_breach",
             TraceEvent::RunEnd { .. } => "run_end",
+            TraceEvent::ShardFailed { .. } => "shard_failed",
+            TraceEvent::StoreWrite { .. } => "store_write",
+            TraceEvent::StoreRead { .. } => "store_read",
         }
     }
 
@@ -510,11 +550,15 @@ impl TraceEvent {
                         ("DelayedShardRegionTerminated", None)
                     }
                     Timer::PersistTimeout => ("PersistTimeout", None),
+                    Timer::RestartShard(s) => ("RestartShard", Some(*s)),
+                    Timer::StarterRetry(s) => ("RememberEntityStarterRetry", Some(*s)),
                     Timer::Shard { shard, kind, .. } => (
                         match kind {
                             ShardTimer::HandOffStopTimeout => "HandOffStopTimeout",
                             ShardTimer::PassivationTimedOut(_) => "PassivationTimedOut",
                             ShardTimer::PassivateIdleTick => "PassivateIdleTick",
+                            ShardTimer::RestartTerminatedEntity(_) => "RestartTerminatedEntity",
+                            ShardTimer::RememberEntityTimeout => "RememberEntityTimeout",
                         },
                         Some(*shard),
                     ),
@@ -656,6 +700,37 @@ impl TraceEvent {
                 put("handoff_timeout_ms", json!(handoff_timeout_ms));
             }
             TraceEvent::RunEnd { in_flight } => put("in_flight", json!(in_flight)),
+            TraceEvent::ShardFailed {
+                node,
+                shard,
+                cause,
+                illegal,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("cause", json!(cause));
+                put("illegal", json!(illegal));
+            }
+            TraceEvent::StoreWrite {
+                node,
+                shard,
+                started,
+                stopped,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("started", ids_json(started));
+                put("stopped", ids_json(stopped));
+            }
+            TraceEvent::StoreRead {
+                node,
+                shard,
+                entities,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("entities", ids_json(entities));
+            }
         }
         Value::Object(v).to_string()
     }

@@ -119,7 +119,7 @@ fn region_buffering_past_buffer_size_breaks_its_own_invariant() {
 #[test]
 fn shard_forgetting_a_passivation_buffer_breaks_message_lost() {
     let sc = scenario_with(
-        "hazards/handoff-passivation-restart-fixed.toml",
+        "handoff-while-passivating.toml",
         Mutation::ShardForgetsPassivationBuffer,
     );
     let f = first_violation(&sc, 50).expect("the forgetful Shard was never caught");
@@ -128,9 +128,6 @@ fn shard_forgetting_a_passivation_buffer_breaks_message_lost() {
 
 #[test]
 fn the_faithful_shard_layer_loses_nothing_on_the_same_schedules() {
-    let sc = scenario_with(
-        "hazards/handoff-passivation-restart-fixed.toml",
-        Mutation::None,
-    );
+    let sc = scenario_with("handoff-while-passivating.toml", Mutation::None);
     assert_eq!(first_violation(&sc, 50), None);
 }

@@ -114,7 +114,7 @@ fn cases() -> Vec<(Scenario, Outcome)> {
         ),
         (
             mutated(
-                load("hazards/handoff-passivation-restart-fixed.toml"),
+                load("handoff-while-passivating.toml"),
                 Mutation::ShardForgetsPassivationBuffer,
             ),
             Outcome::MessageLost,

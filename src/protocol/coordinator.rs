@@ -558,6 +558,8 @@ impl Coordinator {
             | Msg::HostShard { .. }
             | Msg::BeginHandOff { .. }
             | Msg::BeginHandOffAckRelay { .. }
+            | Msg::StartEntity { .. }
+            | Msg::StartEntityAck { .. }
             | Msg::CoordinatorTerminated
             | Msg::HandOff { .. } => {}
         }
@@ -730,6 +732,8 @@ impl Coordinator {
                 }
             }
             Timer::PersistTimeout
+            | Timer::RestartShard(_)
+            | Timer::StarterRetry(_)
             | Timer::RegionRetry
             | Timer::RegisterRetry
             | Timer::Shard { .. } => {}

@@ -90,6 +90,25 @@ pub enum Msg {
     /// Death watch: the coordinator actor on the sending node stopped (Akka's
     /// `Terminated(coordinator)`, delivered like any message from that node).
     CoordinatorTerminated,
+    /// `ShardRegion.StartEntity(id)` from a remember-entities starter, routed by the region
+    /// like a user message (§2.6, akka#22289).
+    StartEntity {
+        /// The entity.
+        entity: EntityId,
+        /// The starter's region.
+        starter: RegionRef,
+        /// The shard whose starter asks.
+        for_shard: ShardId,
+    },
+    /// `StartEntityAck(id, shardId)`: the entity runs in `shard`.
+    StartEntityAck {
+        /// The entity.
+        entity: EntityId,
+        /// The shard that started it.
+        shard: ShardId,
+        /// The shard whose starter asked.
+        for_shard: ShardId,
+    },
 }
 
 impl Msg {
@@ -110,6 +129,8 @@ impl Msg {
             Msg::HandOff { .. } => "HandOff",
             Msg::ShardStopped { .. } => "ShardStopped",
             Msg::CoordinatorTerminated => "CoordinatorTerminated",
+            Msg::StartEntity { .. } => "StartEntity",
+            Msg::StartEntityAck { .. } => "StartEntityAck",
         }
     }
 

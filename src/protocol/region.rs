@@ -16,10 +16,10 @@ use crate::protocol::shard::Shard;
 use crate::protocol::shard_map::ShardMap;
 use crate::protocol::{
     Addr, DropReason, Envelope, Input, Local, LocalDelay, Member, MemberStatus, Msg, Observation,
-    Outbox, RoleBreach, ShardMsg, StopReason, Timer,
+    Outbox, RoleBreach, ShardMsg, StopReason, StoreReply, Timer,
 };
 use crate::time::{Duration, Instant};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// A Shard child of the region, with the region's view of it.
@@ -63,6 +63,9 @@ pub struct Region {
     next_shard_uid: u32,
     buffers: ShardMap<VecDeque<Envelope>>,
     buffered_total: usize,
+    /// The remember-entities starter (`RememberEntityStarter`, §2.6): per remembering shard,
+    /// the entities whose `StartEntity` is not acknowledged yet.
+    starter: BTreeMap<ShardId, BTreeSet<EntityId>>,
 }
 
 impl Region {
@@ -81,6 +84,7 @@ impl Region {
             next_shard_uid: 0,
             buffers: ShardMap::new(),
             buffered_total: 0,
+            starter: BTreeMap::new(),
         }
     }
 
@@ -103,6 +107,8 @@ impl Region {
                     }
                 }
             }
+            Input::Timeout(Timer::RestartShard(shard)) => self.on_restart_shard(shard, out),
+            Input::Timeout(Timer::StarterRetry(shard)) => self.on_starter_retry(shard, out),
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
             Input::Persisted => {}
@@ -128,6 +134,16 @@ impl Region {
         match msg {
             Local::ShardInitialized { shard, uid } => self.on_shard_initialized(shard, uid, out),
             Local::ShardTerminated { shard, uid } => self.on_shard_terminated(shard, uid, out),
+            Local::StartRemembered { shard, entity } => {
+                if self.starter.get_mut(&shard).is_none() {
+                    out.set_timer(
+                        Timer::StarterRetry(shard),
+                        self.cfg.settings.retry_interval(),
+                    );
+                }
+                self.starter.entry(shard).or_default().insert(entity);
+                self.route_start_entity(entity, self.me, shard, out);
+            }
             Local::ToShard { shard, uid, msg } => match self.shard_actor(shard, uid) {
                 Some(s) => s.receive(now, msg, out),
                 None => {
@@ -211,12 +227,154 @@ impl Region {
     }
 
     /// Entity `entity` (incarnation `inc`) stops itself without passivating
-    /// (`context.stop(self)`): it terminates after its stop duration (§12 B31).
-    pub fn entity_stops_itself(&mut self, entity: EntityId, inc: u64, out: &mut Outbox) {
+    /// (`context.stop(self)`, §12 B31), or crashes and its supervision stops it
+    /// (`reason` `Crashed`): it terminates after its stop duration.
+    pub fn entity_stops_itself(
+        &mut self,
+        entity: EntityId,
+        inc: u64,
+        reason: StopReason,
+        out: &mut Outbox,
+    ) {
         let shard = self.cfg.extractor.shard_id(entity);
         if let Some(slot) = self.shards.get_mut(&shard) {
-            slot.shard
-                .entity_stop(entity, inc, StopReason::SelfStop, out);
+            slot.shard.entity_stop(entity, inc, reason, out);
+        }
+    }
+
+    /// The Shard of `entity` throws (the workload's choice): a local message to it, so it
+    /// fails when it handles it.
+    pub fn shard_of_entity_fails(&mut self, entity: EntityId, out: &mut Outbox) {
+        let shard = self.cfg.extractor.shard_id(entity);
+        if let Some(slot) = self.shards.get(&shard) {
+            out.local(
+                Local::ToShard {
+                    shard,
+                    uid: slot.shard.uid(),
+                    msg: ShardMsg::Fail,
+                },
+                LocalDelay::Message,
+            );
+        }
+    }
+
+    /// A remember-entities store answered one of this region's Shards.
+    pub fn store_reply(&mut self, now: Instant, reply: StoreReply, out: &mut Outbox) {
+        if let Some(s) = self.shard_actor(reply.shard, reply.uid) {
+            s.store_reply(now, reply.instance, reply.kind, out);
+        }
+    }
+
+    /// Route `StartEntity(entity)` as `deliverMessage` would (§2.6): the current extractor
+    /// picks the shard. It is not buffered here: where the home is unknown the region asks
+    /// for it, and the starter's retry (every `retry-interval`) brings the request back.
+    fn route_start_entity(
+        &mut self,
+        entity: EntityId,
+        starter: RegionRef,
+        for_shard: ShardId,
+        out: &mut Outbox,
+    ) {
+        let shard = self.cfg.extractor.shard_id(entity);
+        match self.region_by_shard.get(&shard).copied() {
+            Some(r) if r == self.me => {
+                if let Some(uid) = self.get_shard(shard, out) {
+                    out.local(
+                        Local::ToShard {
+                            shard,
+                            uid,
+                            msg: ShardMsg::StartEntity {
+                                entity,
+                                starter,
+                                for_shard,
+                            },
+                        },
+                        LocalDelay::Message,
+                    );
+                }
+            }
+            Some(r) => out.send(
+                Addr::region(r),
+                Msg::StartEntity {
+                    entity,
+                    starter,
+                    for_shard,
+                },
+            ),
+            None => {
+                if !self.buffers.contains_key(&shard) {
+                    if let Some(c) = self.coordinator {
+                        out.send(c, Msg::GetShardHome { shard });
+                    }
+                }
+            }
+        }
+    }
+
+    /// `StartEntityAck(entity, shard)` for the starter of `for_shard`: done; acked by another
+    /// shard → `EntitiesMovedToOtherShard` to the old one (akka#22289).
+    fn on_start_entity_ack(
+        &mut self,
+        entity: EntityId,
+        shard: ShardId,
+        for_shard: ShardId,
+        out: &mut Outbox,
+    ) {
+        let Some(pending) = self.starter.get_mut(&for_shard) else {
+            return;
+        };
+        if !pending.remove(&entity) {
+            return;
+        }
+        if pending.is_empty() {
+            self.starter.remove(&for_shard);
+            out.cancel_timer(Timer::StarterRetry(for_shard));
+        }
+        if shard != for_shard {
+            if let Some(slot) = self.shards.get(&for_shard) {
+                out.local(
+                    Local::ToShard {
+                        shard: for_shard,
+                        uid: slot.shard.uid(),
+                        msg: ShardMsg::EntityMoved { entity },
+                    },
+                    LocalDelay::Message,
+                );
+            }
+        }
+    }
+
+    fn on_starter_retry(&mut self, for_shard: ShardId, out: &mut Outbox) {
+        let Some(pending) = self.starter.get(&for_shard) else {
+            return;
+        };
+        let pending: Vec<EntityId> = pending.iter().copied().collect();
+        for e in pending {
+            self.route_start_entity(e, self.me, for_shard, out);
+        }
+        out.set_timer(
+            Timer::StarterRetry(for_shard),
+            self.cfg.settings.retry_interval(),
+        );
+    }
+
+    /// `RestartShard(shard)` (SR:1050-1093): start it again here if this region is still its
+    /// home; with no known home, ask the coordinator.
+    fn on_restart_shard(&mut self, shard: ShardId, out: &mut Outbox) {
+        match self.region_by_shard.get(&shard).copied() {
+            Some(r) if r == self.me => {
+                if !self.shards.contains_key(&shard) {
+                    self.start_shard(shard, out);
+                }
+            }
+            Some(_) => {}
+            None => {
+                if !self.buffers.contains_key(&shard) {
+                    if let Some(c) = self.coordinator {
+                        out.send(c, Msg::GetShardHome { shard });
+                    }
+                }
+            }
         }
     }
 
@@ -404,6 +562,16 @@ impl Region {
                 out.send(coordinator, Msg::BeginHandOffAck { shard, region });
             }
             Msg::HandOff { shard } => self.on_hand_off(from, shard, out),
+            Msg::StartEntity {
+                entity,
+                starter,
+                for_shard,
+            } => self.route_start_entity(entity, starter, for_shard, out),
+            Msg::StartEntityAck {
+                entity,
+                shard,
+                for_shard,
+            } => self.on_start_entity_ack(entity, shard, for_shard, out),
             Msg::CoordinatorTerminated => {
                 // Terminated(coordinator) → coordinator = None; startRegistration() (§5.1).
                 if self
@@ -555,11 +723,19 @@ impl Region {
     /// `Terminated(shard)` (SR:1040-1093): forget the Shard; with the fix of §12 B19, start
     /// it again for a `HostShard` that came while it stopped.
     fn on_shard_terminated(&mut self, shard: ShardId, uid: u32, out: &mut Outbox) {
-        let pending = match self.shards.get(&shard) {
-            Some(slot) if slot.shard.uid() == uid => slot.host_pending,
+        let (pending, handing_off) = match self.shards.get(&shard) {
+            Some(slot) if slot.shard.uid() == uid => (slot.host_pending, slot.handing_off),
             _ => return,
         };
         self.shards.remove(&shard);
+        if !handing_off && pending.is_none() && self.cfg.settings.remember_entities {
+            // The Shard died unexpectedly (its remember load timed out): RestartShard after
+            // shard-failure-backoff (SR:1050-1093).
+            out.set_timer(
+                Timer::RestartShard(shard),
+                Duration::from_millis(self.cfg.settings.shard_failure_backoff_ms),
+            );
+        }
         if let Some(coordinator) = pending {
             if self.region_by_shard.get(&shard) == Some(&self.me) {
                 self.start_shard(shard, out);
@@ -708,6 +884,9 @@ impl Region {
             self.drop_buffer(s, DropReason::RegionRestart, out);
         }
         self.region_by_shard.clear();
+        for shard in std::mem::take(&mut self.starter).into_keys() {
+            out.cancel_timer(Timer::StarterRetry(shard));
+        }
         self.coordinator = None;
         self.start_registration(out);
     }

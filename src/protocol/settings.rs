@@ -42,6 +42,34 @@ pub struct Settings {
     /// no message this long is passivated, checked every half of it (0: off). Off while
     /// remember-entities is on (§6.4).
     pub passivate_idle_entity_after_ms: u64,
+    /// `remember-entities` (off): a Shard records its started entities in a store and starts
+    /// them again when it starts (§2.6, §6.4).
+    pub remember_entities: bool,
+    /// `remember-entities-store` (`ddata` in Akka, `eventsourced` the alternative; §6.4).
+    pub remember_entities_store: RememberStore,
+    /// `entity-restart-backoff` (10 s): a remembered entity that stopped without passivating
+    /// is started again after this (`RestartTerminatedEntity`, §2.7).
+    pub entity_restart_backoff_ms: u64,
+    /// `shard-failure-backoff` (10 s): a Shard that stopped unexpectedly with remember-entities
+    /// on is started again after this (`RestartShard`, SR:1050-1093).
+    pub shard_failure_backoff_ms: u64,
+    /// `updating-state-timeout` (5 s): a remember-entities write not answered by then makes the
+    /// Shard throw (§6.4).
+    pub updating_state_timeout_ms: u64,
+    /// `waiting-for-state-timeout` (2 s): a Shard whose remembered entities did not load by
+    /// then stops (§6.1).
+    pub waiting_for_state_timeout_ms: u64,
+}
+
+/// Where remembered entities are stored (`remember-entities-store`, §6.4).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RememberStore {
+    /// Replicated data (Akka's default): durable ORSets, majority reads and writes.
+    #[default]
+    Ddata,
+    /// A persistent actor per shard writing `EntitiesStarted`/`EntitiesStopped` to the journal.
+    Eventsourced,
 }
 
 impl Default for Settings {
@@ -60,6 +88,12 @@ impl Default for Settings {
             coordinator_failure_backoff_ms: 5_000,
             passivation_stop_timeout_ms: 10_000,
             passivate_idle_entity_after_ms: 120_000,
+            remember_entities: false,
+            remember_entities_store: RememberStore::Ddata,
+            entity_restart_backoff_ms: 10_000,
+            shard_failure_backoff_ms: 10_000,
+            updating_state_timeout_ms: 5_000,
+            waiting_for_state_timeout_ms: 2_000,
         }
     }
 }
@@ -139,13 +173,27 @@ pub struct ProtocolOptions {
     /// stopping after a hand-off is acknowledged with `ShardStarted`, but no Shard is started.
     /// Off = the fix (the region starts the shard when the old one has terminated).
     pub host_shard_acked_while_stopping: bool,
-    /// Fix for a hazard of Akka 2.6 to HEAD found by this testbed (sim-scenarios/hazards/
-    /// README.md, "restart during hand-off"): a passivating entity with buffered messages
-    /// that terminates during a hand-off is started again (`receiveTerminated` →
-    /// `entityTerminated` → `sendMsgBuffer`), outside the HandOffStopper's set, so it can
-    /// outlive `ShardStopped`. With the fix the Shard drops that buffer instead (as Akka 2.5
-    /// did, which ignored entity terminations during hand-off). Off = Akka.
-    pub handoff_drops_passivation_buffer: bool,
+    /// Akka before akka#26957 was fixed (§12 B30): with remember-entities, messages that
+    /// arrived while a passivating entity's stop was being written are not delivered when
+    /// the write completes (`passivateCompleted` forgot the buffer). Off = the fix.
+    pub remember_passivation_forgets_buffer: bool,
+    /// Akka before PR akka#32749 (§12 B33): the `RestartTerminatedEntity` timer is not
+    /// cancelled when a message restarts a `WaitingForRestart` entity early, so it can fire
+    /// in a state the Shard does not expect and the Shard throws. Off = the fix.
+    pub restart_timer_not_cancelled: bool,
+    /// Akka before PR akka#32770 (§12 B34): `StartEntity` for an unknown entity issues a
+    /// second remember-entities `Update` while one is in flight, breaking the store's
+    /// one-at-a-time contract. Off = the fix (it joins the next batch).
+    pub start_entity_concurrent_update: bool,
+    /// Akka.NET before PR akka.net#7981 (§12 B35): a remembered entity that failed is marked
+    /// `NoState` at once, while its actor is still terminating; a message then creates a
+    /// second actor. Off = the fix (it counts as stopping until `Terminated`).
+    pub entity_restart_before_terminated: bool,
+    /// Akka before akka#22289 was fixed (§12 B9): a Shard creates its remembered entities
+    /// directly when it loads them, instead of sending `StartEntity` through the region, so
+    /// after the extractor changed an entity can run in its old shard and its new one. Off =
+    /// the fix.
+    pub remembered_started_directly: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use shardsim::protocol::Addr;
-use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, Timer};
+use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, StoreRequest, Timer};
 use shardsim::time::Duration;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -71,6 +71,7 @@ pub enum O {
     Persist(CoordinatorEvent),
     Obs(Observation),
     Local(Local),
+    Store(StoreRequest),
     Stop(&'static str),
 }
 
@@ -83,6 +84,7 @@ pub fn norm(o: &Output) -> O {
         Output::Persist(e) => O::Persist(*e),
         Output::Observe(ob) => O::Obs(ob.clone()),
         Output::Local { msg, .. } => O::Local(*msg),
+        Output::Store(req) => O::Store((**req).clone()),
         Output::Stop { reason } => O::Stop(reason),
     }
 }
