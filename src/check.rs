@@ -108,6 +108,10 @@ pub struct Checker {
     /// shard → the entities its remember-entities store holds, from the store's writes
     /// ([`TraceEvent::StoreWrite`]): for remembered-entity liveness at the end.
     remembered: std::collections::BTreeMap<ShardId, std::collections::BTreeSet<EntityId>>,
+    /// With remember-entities on ([`TraceEvent::RememberConfig`]): how long (µs) a remembered
+    /// entity may be down after its last stop, and each entity's last stop.
+    remember_slack_us: Option<u64>,
+    last_stop: Vec<u64>,
 }
 
 impl Checker {
@@ -177,6 +181,14 @@ impl Checker {
                 self.liveness
                     .on_event(t, ev)
                     .or_else(|| self.remembered_entities_run(t))
+            }
+            TraceEvent::RememberConfig { slack_ms } => {
+                self.remember_slack_us = Some(slack_ms.saturating_mul(1000));
+                None
+            }
+            TraceEvent::EntityStopped { entity, .. } if self.remember_slack_us.is_some() => {
+                *safety::slot(&mut self.last_stop, entity.0 as usize) = t.0;
+                self.safety.on_event(t, ev)
             }
             TraceEvent::StoreWrite {
                 shard,
@@ -261,9 +273,12 @@ impl Checker {
         if !self.liveness.on {
             return None;
         }
+        let slack = self.remember_slack_us.unwrap_or(0);
         for (shard, set) in &self.remembered {
             for e in set {
-                if self.safety.live_incarnations(*e).is_empty() {
+                let last_stop = self.last_stop.get(e.0 as usize).copied().unwrap_or(0);
+                let recent = last_stop > 0 && last_stop.saturating_add(slack) > t.0;
+                if !recent && self.safety.live_incarnations(*e).is_empty() {
                     return Some(Violation {
                         invariant: Invariant::Liveness,
                         t,
@@ -410,6 +425,9 @@ pub fn parse_trace_line(
             shard: shard("shard")?,
             cause: text("cause")?,
             illegal: flag("illegal")?,
+        },
+        "remember_config" => TraceEvent::RememberConfig {
+            slack_ms: num("slack_ms")?,
         },
         "store_write" => {
             let ids = |k: &str| -> Result<Vec<EntityId>, TraceFileError> {

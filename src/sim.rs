@@ -266,6 +266,20 @@ impl World {
             liveness: w.sc.liveness.enabled,
             handoff_timeout_ms: w.sc.settings.handoff_timeout_ms,
         });
+        if w.sc.settings.remember_entities {
+            // How long a remembered entity may legitimately be down after its last stop:
+            // its restart back-off, or its Shard's failed load, back-off and reload (§6.4).
+            let st = &w.sc.settings;
+            let e = &w.sc.entities;
+            let slack_ms = st
+                .entity_restart_backoff_ms
+                .max(st.waiting_for_state_timeout_ms + st.shard_failure_backoff_ms)
+                + st.updating_state_timeout_ms
+                + e.stop_ms[1]
+                + e.shard_init_ms[1]
+                + 1_000;
+            w.emit(TraceEvent::RememberConfig { slack_ms });
+        }
         // Joins, in node order at equal times: the first to join is the oldest.
         let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.sc.join_at_ms(i), i)).collect();
         joins.sort();

@@ -319,6 +319,12 @@ pub enum TraceEvent {
         /// Entities removed.
         stopped: Vec<EntityId>,
     },
+    /// Remember-entities is on: a remembered entity may be down for `slack_ms` after its
+    /// last stop (restart back-off, Shard reload) before remembered-entity liveness counts it.
+    RememberConfig {
+        /// The allowance (ms).
+        slack_ms: u64,
+    },
     /// A remember-entities store answered `GetEntities`.
     StoreRead {
         /// The reading Shard's node.
@@ -428,6 +434,7 @@ impl TraceEvent {
             TraceEvent::ShardFailed { .. } => "shard_failed",
             TraceEvent::StoreWrite { .. } => "store_write",
             TraceEvent::StoreRead { .. } => "store_read",
+            TraceEvent::RememberConfig { .. } => "remember_config",
         }
     }
 
@@ -722,6 +729,7 @@ impl TraceEvent {
                 put("started", ids_json(started));
                 put("stopped", ids_json(stopped));
             }
+            TraceEvent::RememberConfig { slack_ms } => put("slack_ms", json!(slack_ms)),
             TraceEvent::StoreRead {
                 node,
                 shard,

@@ -570,8 +570,13 @@ impl Shard {
                 | EntityState::RememberingStop,
             ) => self.buffer(e, env, out),
             Some(EntityState::WaitingForRestart | EntityState::RememberedButNotCreated) => {
-                if let Some(inc) = self.restart_now(now, e, out) {
-                    self.to_entity(inc, env, out);
+                match self.restart_now(now, e, out) {
+                    Some(inc) => self.to_entity(inc, env, out),
+                    // The Shard threw while handling it: the message is lost with the instance.
+                    None => out.observe(Observation::Dropped {
+                        env,
+                        reason: DropReason::ShardRestart,
+                    }),
                 }
             }
             None if !self.remember() => {
@@ -698,6 +703,9 @@ impl Shard {
                 }
                 let mut rec = EntityRec::new(EntityState::RememberingStart, now);
                 rec.ack_to.extend(ack);
+                if let Some(old) = self.stranded.remove(&e) {
+                    rec.buffer = old; // §12 B30 pre-fix: sendMsgBuffer after the start write
+                }
                 self.entities.insert(e, rec);
                 self.remember_update(out);
             }
@@ -1069,6 +1077,17 @@ impl Shard {
         // even while its remaining children stop.
         out.observe(Observation::ShardUnhosted(self.id));
         self.cancel_timers(out);
+        // What it stashed while initialising goes to dead letters with it.
+        if let Phase::Initializing { stash, .. } = &mut self.phase {
+            for m in std::mem::take(stash) {
+                if let ShardMsg::User(env) = m {
+                    out.observe(Observation::Dropped {
+                        env,
+                        reason: DropReason::ShardGone,
+                    });
+                }
+            }
+        }
         self.phase = Phase::Stopping;
         self.forget_actorless(DropReason::ShardBufferLost, out);
         let (id, uid) = (self.id, self.uid);
