@@ -1,6 +1,6 @@
 //! Akka Distributed Data, as much of it as cluster sharding uses: the replicated data types
 //! (an observed-remove set and a grow-only set), the keys sharding stores them under, and one
-//! `Replicator` per node incarnation as a sans-IO state machine.
+//! [`Replicator`] per node incarnation as a sans-IO state machine.
 //!
 //! Sharding keeps two things in Distributed Data (akka-sharding.md §3.3, §6.4):
 //! - remember-entities, `ddata` store: per shard, 5 `ORSet[EntityId]` keys
@@ -12,7 +12,7 @@
 //!   yet, see [`Key`].
 //!
 //! Layout: this file holds the keys, the [`Data`] a key holds and the Java hash helpers;
-//! `orset.rs` the CRDTs ([`OrSet`], [`GSet`]); `replicator.rs` the `Replicator` with its
+//! `orset.rs` the CRDTs ([`OrSet`], [`GSet`]); `replicator.rs` the [`Replicator`] with its
 //! inputs, outputs and messages; `tests.rs` a small deterministic network of replicators.
 //!
 //! Determinism: no hashing containers, no clock, no randomness; where Akka picks a random node
@@ -23,8 +23,13 @@ use crate::ids::{EntityId, ShardId};
 use std::fmt;
 
 mod orset;
+mod replicator;
 
 pub use orset::{GSet, OrSet};
+pub use replicator::{
+    calculate_majority, default_durable, GetResult, ReadConsistency, ReplInput, ReplMsg,
+    ReplOutput, ReplTimer, Replicator, ReplicatorConfig, UpdateOp, UpdateResult, WriteConsistency,
+};
 
 /// Number of keys the remember-entities store splits a shard's entities over
 /// (`DDataRememberEntitiesShardStore.numberOfKeys`, not configurable in Akka, §6.4).
