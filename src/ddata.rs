@@ -24,6 +24,8 @@ use std::fmt;
 
 mod orset;
 mod replicator;
+#[cfg(test)]
+mod tests;
 
 pub use orset::{GSet, OrSet};
 pub use replicator::{
