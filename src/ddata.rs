@@ -24,6 +24,7 @@ use std::fmt;
 
 mod orset;
 mod replicator;
+mod shard_store;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +33,7 @@ pub use replicator::{
     calculate_majority, default_durable, GetResult, ReadConsistency, ReplInput, ReplMsg,
     ReplOutput, ReplTimer, Replicator, ReplicatorConfig, UpdateOp, UpdateResult, WriteConsistency,
 };
+pub use shard_store::{RememberStores, StoreInput, StoreOutput, StoreSettings};
 
 /// Number of keys the remember-entities store splits a shard's entities over
 /// (`DDataRememberEntitiesShardStore.numberOfKeys`, not configurable in Akka, §6.4).

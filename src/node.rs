@@ -13,12 +13,17 @@
 //! generation is no longer current is ignored here, so a host only has to deliver what it was
 //! asked to. Nothing here reads a clock, a socket or a global, and nothing panics.
 
-use crate::ids::{EntityId, NodeId, NodeInc, RegionRef};
+use crate::ddata::{
+    Data, Key, RememberStores, ReplInput, ReplMsg, ReplOutput, ReplTimer, Replicator,
+    ReplicatorConfig, StoreInput, StoreOutput, StoreSettings,
+};
+use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, ShardId};
 use crate::membership::MembershipEvent;
 use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipConfig, NodeAddr};
 use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::region::{Region, RegionConfig};
+use crate::protocol::settings::RememberStore;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
     LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach,
@@ -54,6 +59,8 @@ pub enum NodeTimer {
     /// The seed-node process looks whether this node was welcomed (`seed-node-timeout`). Not
     /// generation-stamped. The host answers it with [`NodeInput::JoinCheck`].
     JoinCheck,
+    /// A timer of the node's Distributed Data replicator.
+    Repl(ReplTimer),
 }
 
 /// Everything a node can be told. Exactly one per `handle` call.
@@ -122,6 +129,16 @@ pub enum NodeInput {
     },
     /// A remember-entities store answered a Shard of this node's region.
     StoreReply(Box<StoreReply>),
+    /// A Shard's request reaches this node's `ddata` remember-entities store (a local actor:
+    /// the host delivers [`NodeOutput::Store`] back as this, after the local delay).
+    DdataStore(Box<StoreRequest>),
+    /// A message from another node's Distributed Data replicator.
+    Repl {
+        /// The sender.
+        from: NodeAddr,
+        /// The message.
+        msg: Box<ReplMsg>,
+    },
     /// The process stops at once (a crash): buffered messages are lost.
     Stop {
         /// Why.
@@ -143,6 +160,40 @@ pub enum NodeOutput {
     /// A Shard's request to its remember-entities store (§2.6): the host answers with
     /// [`NodeInput::StoreReply`] (or never, when the store is unreachable or failing).
     Store(Box<StoreRequest>),
+    /// Send a message to another node's Distributed Data replicator.
+    SendRepl {
+        /// The recipient.
+        to: NodeAddr,
+        /// The message.
+        msg: Box<ReplMsg>,
+    },
+    /// Write a durable Distributed Data entry to this node's disk (it survives a restart of
+    /// the node; the host hands it back through [`NodeHost::disk`]).
+    Durable {
+        /// The key.
+        key: Key,
+        /// Its value.
+        data: Data,
+    },
+    /// The `ddata` remember-entities store answers a Shard: deliver it back as
+    /// [`NodeInput::StoreReply`] after the local delay.
+    StoreReplyLocal(Box<StoreReply>),
+    /// The `ddata` store completed a write on a majority (for the trace and the checker).
+    StoreWritten {
+        /// The shard.
+        shard: ShardId,
+        /// Entities added.
+        started: Vec<EntityId>,
+        /// Entities removed.
+        stopped: Vec<EntityId>,
+    },
+    /// The `ddata` store answered `GetEntities`.
+    StoreRead {
+        /// The shard.
+        shard: ShardId,
+        /// The remembered entities.
+        entities: Vec<EntityId>,
+    },
     /// Send a sharding message from this node's `from` actor.
     Send {
         /// The sending actor on this node.
@@ -266,6 +317,11 @@ pub trait NodeHost {
     fn journal(&self) -> Option<&[CoordinatorEvent]>;
     /// The run-wide entity incarnation counter (lent to the region for each input).
     fn incarnations(&mut self) -> &mut Incarnations;
+    /// This node's disk: the durable Distributed Data entries written by its earlier
+    /// incarnations ([`NodeOutput::Durable`]). None by default.
+    fn disk(&self) -> BTreeMap<Key, Data> {
+        BTreeMap::new()
+    }
 }
 
 /// A [`NodeHost`] that keeps the outputs as plain data.
@@ -303,6 +359,10 @@ pub struct Node {
     /// The singleton's back-off: no coordinator start before this time (µs).
     coord_backoff_until: u64,
     membership: Membership,
+    /// The `ddata` remember-entities stores and the replicator (hosting nodes with
+    /// remember-entities on and `remember-entities-store = ddata`).
+    stores: Option<RememberStores>,
+    sout: Vec<StoreOutput>,
     /// This node's current member view.
     view: Vec<Member>,
     /// Armed timers and their generations.
@@ -332,6 +392,8 @@ impl Node {
             coord_gen: 0,
             coord_backoff_until: 0,
             membership: Membership::new(me, hosting, cfg.membership.clone()),
+            stores: None,
+            sout: Vec::new(),
             view: Vec::new(),
             timers: BTreeMap::new(),
             timer_gen: 0,
@@ -381,6 +443,28 @@ impl Node {
         }
         match input {
             NodeInput::Start { seeds } => {
+                let st = &self.cfg.region.settings;
+                if self.hosting
+                    && st.remember_entities
+                    && st.remember_entities_store == RememberStore::Ddata
+                {
+                    let replicator =
+                        Replicator::new(self.me, ReplicatorConfig::default(), out.disk());
+                    let settings = StoreSettings {
+                        waiting_for_state_timeout: Duration::from_millis(
+                            st.waiting_for_state_timeout_ms,
+                        ),
+                        updating_state_timeout: Duration::from_millis(st.updating_state_timeout_ms),
+                        ..StoreSettings::default()
+                    };
+                    self.stores = Some(RememberStores::new(replicator, settings));
+                    // The first input arms the replicator's gossip.
+                    self.store_input(
+                        now,
+                        StoreInput::Replicator(ReplInput::Members(Vec::new())),
+                        out,
+                    );
+                }
                 let mut o = std::mem::take(&mut self.out);
                 if let Some(r) = self.region.as_mut() {
                     r.start(now, &mut o);
@@ -434,6 +518,12 @@ impl Node {
             NodeInput::StoreReply(reply) => {
                 self.in_region(now, out, true, |r, o| r.store_reply(now, *reply, o))
             }
+            NodeInput::DdataStore(req) => self.store_input(now, StoreInput::Request(*req), out),
+            NodeInput::Repl { from, msg } => self.store_input(
+                now,
+                StoreInput::Replicator(ReplInput::Msg { from, msg: *msg }),
+                out,
+            ),
             NodeInput::Stop { reason } => self.shutdown(reason, out),
         }
     }
@@ -528,7 +618,7 @@ impl Node {
             NodeTimer::SingletonCheck => return self.singleton_check(now, out),
             // Answered by the host with NodeInput::JoinCheck.
             NodeTimer::JoinCheck => return,
-            NodeTimer::Role(_) | NodeTimer::Membership(_) => {}
+            NodeTimer::Role(_) | NodeTimer::Membership(_) | NodeTimer::Repl(_) => {}
         }
         if self.timers.get(&timer) != Some(&gen) {
             return; // cancelled or replaced
@@ -543,6 +633,9 @@ impl Node {
                 }
             }
             NodeTimer::Membership(t) => self.membership_input(now, MInput::Timeout(t), out),
+            NodeTimer::Repl(t) => {
+                self.store_input(now, StoreInput::Replicator(ReplInput::Timeout(t)), out)
+            }
             NodeTimer::SingletonCheck | NodeTimer::JoinCheck => {}
         }
     }
@@ -651,11 +744,95 @@ impl Node {
         self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
     }
 
+    /// One input to the `ddata` stores and their replicator; their outputs go to the timer
+    /// table and the host.
+    fn store_input(&mut self, now: Instant, input: StoreInput, out: &mut impl NodeHost) {
+        let Some(stores) = self.stores.as_mut() else {
+            return;
+        };
+        let mut sout = std::mem::take(&mut self.sout);
+        stores.handle(now, input, &mut sout);
+        for o in sout.drain(..) {
+            match o {
+                StoreOutput::Replicator(ReplOutput::Send { to, msg }) => {
+                    out.output(NodeOutput::SendRepl {
+                        to,
+                        msg: Box::new(msg),
+                    })
+                }
+                StoreOutput::Replicator(ReplOutput::SetTimer { timer, after }) => {
+                    self.set_timer(NodeTimer::Repl(timer), after, out)
+                }
+                StoreOutput::Replicator(ReplOutput::CancelTimer(timer)) => {
+                    self.timers.remove(&NodeTimer::Repl(timer));
+                }
+                StoreOutput::Replicator(ReplOutput::Durable { key, data }) => {
+                    out.output(NodeOutput::Durable { key, data })
+                }
+                // Answers go to the stores, never here.
+                StoreOutput::Replicator(_) => {}
+                StoreOutput::Reply(reply) => {
+                    out.output(NodeOutput::StoreReplyLocal(Box::new(reply)))
+                }
+                StoreOutput::Written {
+                    shard,
+                    started,
+                    stopped,
+                } => out.output(NodeOutput::StoreWritten {
+                    shard,
+                    started,
+                    stopped,
+                }),
+                StoreOutput::Read { shard, entities } => {
+                    out.output(NodeOutput::StoreRead { shard, entities })
+                }
+            }
+        }
+        self.sout = sout;
+    }
+
     /// This node's member view changed: tell its coordinator and region, then re-decide where
     /// the singleton runs.
     fn on_view(&mut self, now: Instant, members: Vec<Member>, out: &mut impl NodeHost) {
         self.view = members.clone();
         out.output(NodeOutput::View(members.clone()));
+        if self.stores.is_some() {
+            // The replicator's nodes: Up/Leaving/Exiting members with the sharding role,
+            // oldest first (prefer-oldest); Exiting ones are not asked (§3.3).
+            let mut replicas: Vec<&Member> = members
+                .iter()
+                .filter(|m| {
+                    m.hosting
+                        && matches!(
+                            m.status,
+                            MemberStatus::Up | MemberStatus::Leaving | MemberStatus::Exiting
+                        )
+                        && (m.node, m.inc) != (self.me.node, self.me.inc)
+                })
+                .collect();
+            replicas.sort_by_key(|m| (m.up_number, m.node));
+            let exiting: Vec<NodeAddr> = replicas
+                .iter()
+                .filter(|m| m.status == MemberStatus::Exiting)
+                .map(|m| NodeAddr {
+                    node: m.node,
+                    inc: m.inc,
+                })
+                .collect();
+            let nodes: Vec<NodeAddr> = replicas
+                .iter()
+                .map(|m| NodeAddr {
+                    node: m.node,
+                    inc: m.inc,
+                })
+                .collect();
+            self.store_input(now, StoreInput::Replicator(ReplInput::Members(nodes)), out);
+            self.store_input(
+                now,
+                StoreInput::Replicator(ReplInput::Exiting(exiting)),
+                out,
+            );
+        }
         if self.coordinator.is_some() {
             self.coordinator_input(now, Input::MembersChanged(members.clone()), out);
         }
@@ -785,6 +962,7 @@ impl Node {
         }
         self.stopped = true;
         self.region = None;
+        self.stores = None;
         self.coordinator = None;
         self.view.clear();
         self.timers.clear();

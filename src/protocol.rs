@@ -357,6 +357,8 @@ pub enum ShardFailure {
     Injected,
     /// A remember-entities write was not answered within `updating-state-timeout` (§6.4).
     StoreTimeout,
+    /// The remember-entities store actor stopped (`RememberEntityStoreCrashed`, §6.4).
+    StoreStopped,
     /// An `IllegalStateException` or an invalid actor name: a bug of the modelled Akka version
     /// (§12 B33, B34, B35), named by the text. The checker's `shard-illegal-state` oracle.
     IllegalState(&'static str),
@@ -583,8 +585,11 @@ pub struct StoreReply {
 pub enum StoreReplyKind {
     /// `RememberedEntities(ids)`.
     Remembered(Vec<EntityId>),
-    /// `UpdateDone` for the oldest write in flight.
+    /// `UpdateDone` for the write in flight.
     UpdateDone,
+    /// The store actor stopped (it gave up reading or writing): the Shard's death watch of
+    /// it (`RememberEntityStoreCrashed`) makes the Shard throw.
+    StoreStopped,
 }
 
 /// What an entity decides to do after processing a message (the application's choice; the

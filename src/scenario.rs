@@ -506,14 +506,6 @@ impl Scenario {
             );
         }
         let st = &self.settings;
-        if st.remember_entities
-            && st.remember_entities_store == crate::protocol::settings::RememberStore::Ddata
-        {
-            return err(
-                "settings.remember-entities-store",
-                "the ddata remember store is not modelled yet: use \"eventsourced\"".into(),
-            );
-        }
         if st.remember_entities {
             for (field, v) in [
                 (

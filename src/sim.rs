@@ -15,12 +15,14 @@ pub mod swarm;
 pub mod workload;
 
 use crate::check::{Checker, Violation};
+use crate::ddata::{Data, Key, ReplMsg};
 use crate::fault::TimedFault;
 use crate::ids::{EntityId, NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
 use crate::protocol::region::RegionConfig;
+use crate::protocol::settings::RememberStore;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
     MemberStatus, Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreReplyKind,
@@ -33,7 +35,7 @@ use crate::trace::{TraceEvent, TraceMode, Tracer};
 use journal::Journal;
 use net::Net;
 use queue::EventQueue;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use workload::Workload;
 
@@ -147,6 +149,25 @@ enum Ev {
         req: Box<StoreRequest>,
         epoch: u32,
     },
+    /// A Shard's request reaches its node's `ddata` store (a local actor).
+    DdataStore {
+        node: NodeId,
+        inc: NodeInc,
+        req: Box<StoreRequest>,
+    },
+    /// The `ddata` store's answer reaches the Shard (local).
+    DdataReply {
+        node: NodeId,
+        inc: NodeInc,
+        reply: Box<StoreReply>,
+    },
+    /// A message between two nodes' Distributed Data replicators.
+    Repl {
+        from: NodeAddr,
+        to: NodeAddr,
+        msg: Box<ReplMsg>,
+        epoch: u32,
+    },
     /// The store's answer reaches the Shard's node.
     StoreReply {
         node: NodeId,
@@ -170,6 +191,8 @@ struct Slot {
     paused_until: u64,
     /// Events that arrived while paused, in arrival order; flushed before anything newer.
     deferred: VecDeque<Ev>,
+    /// The node's disk: durable Distributed Data entries, kept across its incarnations.
+    disk: BTreeMap<Key, Data>,
 }
 
 /// One simulated cluster running one schedule.
@@ -230,6 +253,7 @@ impl World {
                 hosting: !sc.cluster.proxy_nodes.contains(&i),
                 paused_until: 0,
                 deferred: VecDeque::new(),
+                disk: BTreeMap::new(),
             })
             .collect();
         let end = Instant(0) + Duration::from_millis(sc.run.duration_ms);
@@ -425,12 +449,14 @@ impl World {
     fn target(&self, ev: &Ev) -> Option<NodeId> {
         match ev {
             Ev::Deliver { to, .. } => Some(to.node),
-            Ev::Cluster { to, .. } => Some(to.node),
+            Ev::Cluster { to, .. } | Ev::Repl { to, .. } => Some(to.node),
             Ev::Timer { node, .. }
             | Ev::Persisted { node, .. }
             | Ev::Local { node, .. }
             | Ev::EntityActs { node, .. }
             | Ev::StoreReply { node, .. }
+            | Ev::DdataStore { node, .. }
+            | Ev::DdataReply { node, .. }
             | Ev::Resume { node } => Some(*node),
             Ev::Send { sender } => Some(self.workload.node_of(*sender)),
             Ev::JournalWrite { .. }
@@ -568,6 +594,28 @@ impl World {
                 req,
                 epoch,
             } => self.on_store_request(node, inc, *req, epoch),
+            Ev::DdataStore { node, inc, req } => {
+                if self.running(node, inc) {
+                    self.with_node(node, NodeInput::DdataStore(req));
+                }
+            }
+            Ev::DdataReply { node, inc, reply } => {
+                if self.running(node, inc) {
+                    self.with_node(node, NodeInput::StoreReply(reply));
+                }
+            }
+            Ev::Repl {
+                from,
+                to,
+                msg,
+                epoch,
+            } => {
+                if self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch)
+                    && self.running(to.node, to.inc)
+                {
+                    self.with_node(to.node, NodeInput::Repl { from, msg });
+                }
+            }
             Ev::StoreReply {
                 node,
                 inc,
@@ -943,6 +991,7 @@ impl World {
                 let (cause, illegal) = match cause {
                     ShardFailure::Injected => ("injected".to_string(), false),
                     ShardFailure::StoreTimeout => ("remember store timeout".to_string(), false),
+                    ShardFailure::StoreStopped => ("remember store stopped".to_string(), false),
                     ShardFailure::IllegalState(s) => (s.to_string(), true),
                 };
                 self.emit(TraceEvent::ShardFailed {
@@ -1047,6 +1096,53 @@ impl NodeHost for World {
                 }
             }
             NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),
+            NodeOutput::Store(req)
+                if self.sc.settings.remember_entities_store == RememberStore::Ddata =>
+            {
+                let at = self.now + Duration::from_micros(self.sc.entities.local_delay_us);
+                self.push(at, Ev::DdataStore { node, inc, req });
+            }
+            NodeOutput::StoreReplyLocal(reply) => {
+                let at = self.now + Duration::from_micros(self.sc.entities.local_delay_us);
+                self.push(at, Ev::DdataReply { node, inc, reply });
+            }
+            NodeOutput::SendRepl { to, msg } => {
+                if to.node.0 as usize >= self.slots.len() {
+                    return;
+                }
+                if let Some((at, epoch)) =
+                    self.net
+                        .schedule(self.now, node.0 as usize, to.node.0 as usize, 0)
+                {
+                    self.push(
+                        at,
+                        Ev::Repl {
+                            from: NodeAddr { node, inc },
+                            to,
+                            msg,
+                            epoch,
+                        },
+                    );
+                }
+            }
+            NodeOutput::Durable { key, data } => {
+                self.slots[node.0 as usize].disk.insert(key, data);
+            }
+            NodeOutput::StoreWritten {
+                shard,
+                started,
+                stopped,
+            } => self.emit(TraceEvent::StoreWrite {
+                node,
+                shard,
+                started,
+                stopped,
+            }),
+            NodeOutput::StoreRead { shard, entities } => self.emit(TraceEvent::StoreRead {
+                node,
+                shard,
+                entities,
+            }),
             NodeOutput::Store(req) => {
                 let extra = match req.op {
                     StoreOp::GetEntities => 0,
@@ -1230,6 +1326,10 @@ impl NodeHost for World {
         let reachable =
             self.journal.available && !self.net.is_cut(idx, j) && !self.net.is_cut(j, idx);
         reachable.then_some(&self.journal.events[..])
+    }
+
+    fn disk(&self) -> BTreeMap<Key, Data> {
+        self.slots[self.cur.node.0 as usize].disk.clone()
     }
 
     fn incarnations(&mut self) -> &mut Incarnations {

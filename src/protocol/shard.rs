@@ -419,6 +419,12 @@ impl Shard {
                 }
                 self.initialized(now, out);
             }
+            StoreReplyKind::StoreStopped => {
+                // `rememberEntityStoreCrashed`: throw, restart.
+                if matches!(self.phase, Phase::Running | Phase::Initializing { .. }) {
+                    self.fail(ShardFailure::StoreStopped, out);
+                }
+            }
             StoreReplyKind::UpdateDone => {
                 if !self.writing || self.phase != Phase::Running {
                     return; // in hand-off only the stopper's Terminated is handled
