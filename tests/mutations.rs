@@ -131,3 +131,16 @@ fn the_faithful_shard_layer_loses_nothing_on_the_same_schedules() {
     let sc = scenario_with("handoff-while-passivating.toml", Mutation::None);
     assert_eq!(first_violation(&sc, 50), None);
 }
+
+#[test]
+fn a_starter_that_never_starts_breaks_remembered_entity_liveness() {
+    for store in ["ddata", "eventsourced"] {
+        let sc = scenario_with(
+            &format!("specs/remember-entities-node-crash-{store}.toml"),
+            Mutation::StarterNeverStarts,
+        );
+        let f = first_violation(&sc, 20).expect("the idle starter was never caught");
+        assert_eq!(f.invariant, Outcome::Liveness, "{store}: {f:?}");
+        assert!(f.detail.starts_with("remembered entity "), "{store}: {f:?}");
+    }
+}

@@ -134,6 +134,8 @@ impl Region {
         match msg {
             Local::ShardInitialized { shard, uid } => self.on_shard_initialized(shard, uid, out),
             Local::ShardTerminated { shard, uid } => self.on_shard_terminated(shard, uid, out),
+            Local::StartRemembered { .. }
+                if self.cfg.options.mutation == Mutation::StarterNeverStarts => {}
             Local::StartRemembered { shard, entity } => {
                 if self.starter.get_mut(&shard).is_none() {
                     out.set_timer(

@@ -154,6 +154,9 @@ pub enum Mutation {
     /// without a word, instead of starting the entity again for them (§8 step 4): they
     /// vanish. Only the end-of-run accounting sees it (breaks message-lost).
     ShardForgetsPassivationBuffer,
+    /// The region's remember-entities starter never sends `StartEntity`: remembered entities
+    /// stay unstarted until a message for them arrives (breaks remembered-entity liveness).
+    StarterNeverStarts,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
