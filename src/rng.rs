@@ -21,6 +21,8 @@ pub enum Stream {
     Faults = 3,
     /// Entity behaviour: stop durations, entity-initiated passivation.
     Entities = 4,
+    /// The swarm's draw of entity-layer knobs (`swarm.entity-knobs`).
+    SwarmEntities = 5,
 }
 
 impl Rng {

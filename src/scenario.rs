@@ -169,6 +169,11 @@ pub struct SwarmSpec {
     /// be safe. On: faults are placed independently; overlapping faults can make one side's
     /// decision late (see hazards/sbr-overlapping-faults.toml).
     pub overlap: bool,
+    /// Also draw the entity layer per seed (issue 11): each of the workload's passivate,
+    /// ignore-stop, self-stop, crash and shard-failure probabilities is on with probability
+    /// 1/2, at a value up to the scenario's; the longest entity stop is drawn up to
+    /// `entities.stop-ms`'s upper bound. The scenario's values are the maxima.
+    pub entity_knobs: bool,
 }
 
 impl Default for SwarmSpec {
@@ -192,6 +197,7 @@ impl Default for SwarmSpec {
                 FaultKind::JournalFailing,
             ],
             overlap: false,
+            entity_knobs: false,
         }
     }
 }

@@ -219,7 +219,11 @@ fn replay(sc: &Scenario, seed: u64) -> (Option<Failure>, u64, u64) {
 /// The scenario with the fault plan the world runs with `seed` (its explicit faults and the
 /// swarm's draw, ordered by time, stably) written into `faults`, and the swarm off.
 pub fn materialise(sc: &Scenario, seed: u64) -> Scenario {
-    let mut out = sc.clone();
+    // The entity knobs the seed drew become the scenario's own.
+    let mut out = match crate::sim::swarm::with_entity_knobs(sc, seed) {
+        Some((knobs, _)) => knobs,
+        None => sc.clone(),
+    };
     let plan = crate::sim::swarm::plan(sc, seed);
     out.faults = plan.faults.iter().map(FaultSpec::from).collect();
     out.swarm = SwarmSpec::default();

@@ -228,6 +228,11 @@ pub struct World {
 impl World {
     /// A world for `sc` and `seed`, with the given trace mode.
     pub fn new(sc: Arc<Scenario>, seed: u64, trace: TraceMode) -> Self {
+        // With swarm.entity-knobs, this seed runs the entity knobs it draws.
+        let (sc, knobs) = match swarm::with_entity_knobs(&sc, seed) {
+            Some((drawn, desc)) => (Arc::new(drawn), Some(desc)),
+            None => (sc, None),
+        };
         let n = sc.cluster.nodes as usize;
         let extractor = Arc::new(TabledExtractor::new(
             HashExtractor {
@@ -315,7 +320,10 @@ impl World {
         }
         // The fault plan: the scenario's, then the swarm's draw for this seed.
         let plan = swarm::plan(&w.sc, seed);
-        if let Some(profile) = plan.profile {
+        if let Some(mut profile) = plan.profile {
+            if let Some(k) = knobs {
+                profile = format!("{profile}; {k}");
+            }
             w.emit(TraceEvent::SwarmProfile { profile });
         }
         for (i, f) in plan.faults.iter().enumerate() {

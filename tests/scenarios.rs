@@ -59,8 +59,11 @@ macro_rules! scenario_tests {
         fn every_scenario_file_is_tested() {
             let listed: Vec<PathBuf> = vec![$(Path::new(env!("CARGO_MANIFEST_DIR")).join($file)),*];
             for f in all_scenarios() {
-                if f.ends_with("faults/swarm-keep-majority.toml") {
-                    continue; // swarm_keep_majority
+                if f.ends_with("faults/swarm-keep-majority.toml")
+                    || f.ends_with("faults/swarm-remember-ddata.toml")
+                    || f.ends_with("faults/swarm-remember-eventsourced.toml")
+                {
+                    continue; // swarm_keep_majority, swarm_remember
                 }
                 assert!(listed.contains(&f), "{} has no test in tests/scenarios.rs", f.display());
             }
@@ -122,4 +125,26 @@ fn swarm_keep_majority() {
         );
     }
     assert!(sum.totals.faults > 0, "the swarm drew no faults");
+}
+
+/// The remember-entities swarms, one per store: every seed keeps every invariant, liveness and
+/// remembered-entity liveness included (the long campaigns are in reports/).
+#[test]
+fn swarm_remember() {
+    for store in ["ddata", "eventsourced"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("sim-scenarios/faults/swarm-remember-{store}.toml"));
+        let sc = Arc::new(Scenario::load(&path).unwrap());
+        let sum = campaign::fuzz(&sc, 0, seeds().min(150), 2, &|_| {});
+        if let Some(f) = sum.failures.first() {
+            panic!(
+                "{} at seed {}: {}\nreplay: {}",
+                f.invariant,
+                f.seed,
+                f.detail,
+                campaign::replay_command(&path, f.seed)
+            );
+        }
+        assert!(sum.totals.faults > 0, "{store}: the swarm drew no faults");
+    }
 }

@@ -231,3 +231,41 @@ mod tests {
         }
     }
 }
+
+/// With `swarm.entity-knobs`, the scenario seed `seed` runs: the entity-layer knobs drawn for
+/// it (see [`crate::scenario::SwarmSpec::entity_knobs`]) and their one-line description. `None`
+/// when the swarm or the knobs are off. Drawn from a stream of its own, so the fault plan of a
+/// seed does not depend on it.
+pub fn with_entity_knobs(sc: &Scenario, seed: u64) -> Option<(Scenario, String)> {
+    if !(sc.swarm.enabled && sc.swarm.entity_knobs) {
+        return None;
+    }
+    let mut rng = Rng::fork(seed, Stream::SwarmEntities);
+    let mut out = sc.clone();
+    let mut desc = Vec::new();
+    let w = &mut out.workload;
+    for (name, p) in [
+        ("passivate", &mut w.passivate_probability),
+        ("ignore-stop", &mut w.ignore_stop_probability),
+        ("self-stop", &mut w.self_stop_probability),
+        ("crash", &mut w.crash_probability),
+        ("shard-failure", &mut w.shard_failure_probability),
+    ] {
+        let max = *p;
+        // Each knob: off, or a value in (0, max] in steps of max/1000.
+        let on = max > 0.0 && rng.chance(0.5);
+        *p = if on {
+            max * rng.range(1, 1000) as f64 / 1000.0
+        } else {
+            0.0
+        };
+        if on {
+            desc.push(format!("{name} {:.4}", *p));
+        }
+    }
+    let [lo, hi] = out.entities.stop_ms;
+    let hi = rng.range(lo, hi);
+    out.entities.stop_ms = [lo, hi];
+    desc.push(format!("stop {lo}-{hi} ms"));
+    Some((out, format!("entities: {}", desc.join(", "))))
+}
