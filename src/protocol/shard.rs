@@ -562,14 +562,17 @@ impl Shard {
             }
         }
         let e = env.entity;
-        let state = self.entities.get(&e).map(|r| r.state);
-        match state {
-            Some(EntityState::Active) => {
-                let rec = self.entities.get_mut(&e).expect("just found");
+        // The common case first, with one lookup: an active entity.
+        if let Some(rec) = self.entities.get_mut(&e) {
+            if rec.state == EntityState::Active {
                 rec.last_active = now;
                 let inc = rec.inc;
-                self.to_entity(inc, env, out);
+                return self.to_entity(inc, env, out);
             }
+        }
+        let state = self.entities.get(&e).map(|r| r.state);
+        match state {
+            Some(EntityState::Active) => {} // handled above
             Some(
                 EntityState::Passivating
                 | EntityState::RememberingStart
