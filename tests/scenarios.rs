@@ -85,6 +85,8 @@ scenario_tests! {
     hazard_handoff_during_shard_start_fixed => "sim-scenarios/hazards/handoff-during-shard-start-fixed.toml",
     hazard_passivation_never_stops => "sim-scenarios/hazards/passivation-never-stops.toml",
     hazard_passivation_never_stops_fixed => "sim-scenarios/hazards/passivation-never-stops-fixed.toml",
+    hazard_self_stop_illegal_transition => "sim-scenarios/hazards/self-stop-illegal-transition.toml",
+    hazard_self_stop_illegal_transition_fixed => "sim-scenarios/hazards/self-stop-illegal-transition-fixed.toml",
     hazard_remember_passivation_buffer => "sim-scenarios/hazards/remember-passivation-buffer.toml",
     hazard_remember_passivation_buffer_fixed => "sim-scenarios/hazards/remember-passivation-buffer-fixed.toml",
     hazard_restart_timer_not_cancelled => "sim-scenarios/hazards/restart-timer-not-cancelled.toml",

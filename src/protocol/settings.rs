@@ -197,6 +197,11 @@ pub struct ProtocolOptions {
     /// after the extractor changed an entity can run in its old shard and its new one. Off =
     /// the fix.
     pub remembered_started_directly: bool,
+    /// Akka 2.6.7 (akka#29383, §12 B31 schedule B, fixed in 2.6.8): an entity that stops
+    /// itself without passivating, remember-entities off, makes the transition Active →
+    /// NoState, which that version rejected: the Shard throws and restarts, killing every
+    /// entity in it. Off = the fix.
+    pub self_stop_illegal_transition: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }

@@ -1011,6 +1011,15 @@ impl Shard {
             Phase::Initializing { .. } => {}
         }
         // Running (or initialising).
+        if !self.remember() && !was_passivating && self.cfg.options.self_stop_illegal_transition {
+            // §12 B31 schedule B, Akka 2.6.7: "Transition from Active to NoState not allowed".
+            return self.fail(
+                ShardFailure::IllegalState(
+                    "invalid entity state transition Active → NoState (akka#29383)",
+                ),
+                out,
+            );
+        }
         if !self.remember() {
             let rec = self.entities.remove(&entity).expect("just found");
             let mut buffer = rec.buffer;
