@@ -119,6 +119,19 @@ fn cases() -> Vec<(Scenario, Outcome)> {
             ),
             Outcome::MessageLost,
         ),
+        (
+            load("hazards/restart-timer-not-cancelled.toml"),
+            Outcome::ShardIllegalState,
+        ),
+        // Remembered-entity liveness: the idle starter leaves a crashed node's remembered
+        // entities unstarted (the store writes in the trace say which are remembered).
+        (
+            mutated(
+                load("specs/remember-entities-node-crash-eventsourced.toml"),
+                Mutation::StarterNeverStarts,
+            ),
+            Outcome::Liveness,
+        ),
     ]
 }
 
@@ -126,7 +139,11 @@ fn cases() -> Vec<(Scenario, Outcome)> {
 fn every_invariant_is_found_in_the_file() {
     let cases = cases();
     let found: Vec<Outcome> = cases.iter().map(|(_, inv)| *inv).collect();
-    assert_eq!(found.len(), 8, "one case per invariant");
+    assert_eq!(
+        found.len(),
+        10,
+        "one case per invariant (liveness twice: messages, remembered entities)"
+    );
     for (sc, inv) in cases {
         let sc = Arc::new(sc);
         let seed = (0..100)
