@@ -19,7 +19,7 @@ use crate::fault::TimedFault;
 use crate::ids::{EntityId, NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
-use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
+use crate::protocol::entity::{Extractors, RecordingFactory};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
@@ -178,7 +178,6 @@ pub struct World {
     workload: Workload,
     plan: Vec<TimedFault>,
     node_cfg: Arc<NodeConfig>,
-    extractor: Arc<TabledExtractor>,
     checker: Checker,
     tracer: Tracer,
     stats: Stats,
@@ -191,17 +190,19 @@ impl World {
     /// A world for `sc` and `seed`, with the given trace mode.
     pub fn new(sc: Arc<Scenario>, seed: u64, trace: TraceMode) -> Self {
         let n = sc.cluster.nodes as usize;
-        let extractor = Arc::new(TabledExtractor::new(
-            HashExtractor {
-                shards: sc.entities.shards,
-            },
+        // The schedule's seed salts the per-incarnation hash (§12 B8): each schedule has its
+        // own disagreement between incarnations, the same on every replay.
+        let extractors = Extractors::new(
+            sc.entities.extractor,
+            sc.entities.shards,
             sc.entities.count,
-        ));
+            seed,
+        );
         let node_cfg = Arc::new(NodeConfig {
             region: Arc::new(RegionConfig {
                 settings: sc.settings.clone(),
                 options: sc.options.clone(),
-                extractor: extractor.clone(),
+                extractors,
                 factory: Arc::new(RecordingFactory),
             }),
             membership: sc.membership.clone(),
@@ -234,7 +235,6 @@ impl World {
             workload: Workload::new(&sc, seed),
             plan: Vec::new(),
             node_cfg,
-            extractor,
             checker: Checker::new(),
             tracer: Tracer::new(trace),
             stats: Stats::default(),
@@ -331,9 +331,21 @@ impl World {
         &self.journal.events
     }
 
-    /// The shard of an entity under this run's extractor.
-    pub fn shard_of(&self, e: crate::ids::EntityId) -> ShardId {
-        self.extractor.shard_id(e)
+    /// The shard of an entity under the extractor every node shares; `None` when each node
+    /// incarnation has its own (`per-incarnation`, §12 B8), where no run-wide answer exists:
+    /// ask [`World::shard_on`].
+    pub fn shard_of(&self, e: EntityId) -> Option<ShardId> {
+        self.node_cfg
+            .region
+            .extractors
+            .shared()
+            .map(|x| x.shard_id(e))
+    }
+
+    /// The shard `node`'s running region routes `e` to (its incarnation's extractor); `None`
+    /// while the node has no region.
+    pub fn shard_on(&self, node: NodeId, e: EntityId) -> Option<ShardId> {
+        self.node(node)?.region().map(|r| r.shard_of(e))
     }
 
     /// User messages still on their way: queued (network, local, deferred by a pause) or
@@ -664,7 +676,11 @@ impl World {
         }
         let env = self.workload.message(sender);
         self.stats.sends += 1;
-        let shard = self.extractor.shard_id(env.entity);
+        // The shard the sender's region routes the message to: its node incarnation's
+        // extractor decides (with a per-incarnation extractor, another node may route the
+        // same entity elsewhere, §12 B8). The checker's liveness rule expects this shard to
+        // get a home; the at-most-one rule is keyed by entity and needs no shard.
+        let shard = self.shard_on(node, env.entity).unwrap_or_default();
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
         if self.violation.is_none() {
             self.checker
