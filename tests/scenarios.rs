@@ -83,6 +83,8 @@ scenario_tests! {
     hazard_handoff_passivation_restart_fixed => "sim-scenarios/hazards/handoff-passivation-restart-fixed.toml",
     hazard_passivation_never_stops => "sim-scenarios/hazards/passivation-never-stops.toml",
     hazard_passivation_never_stops_fixed => "sim-scenarios/hazards/passivation-never-stops-fixed.toml",
+    hazard_randomized_extractor => "sim-scenarios/hazards/randomized-extractor.toml",
+    hazard_randomized_extractor_fixed => "sim-scenarios/hazards/randomized-extractor-fixed.toml",
     coordinator_node_downed => "sim-scenarios/faults/coordinator-node-downed.toml",
     non_coordinator_node_downed => "sim-scenarios/faults/non-coordinator-node-downed.toml",
     two_oldest_leave => "sim-scenarios/faults/two-oldest-leave.toml",
