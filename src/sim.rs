@@ -178,6 +178,10 @@ pub struct World {
     workload: Workload,
     plan: Vec<TimedFault>,
     node_cfg: Arc<NodeConfig>,
+    /// The shard of each entity id the workload sends to, when every region shares one
+    /// extractor (the same answers as the regions' table): the send path's shard without a
+    /// dynamic call. Empty for a per-incarnation extractor.
+    shared_shards: Vec<ShardId>,
     checker: Checker,
     tracer: Tracer,
     stats: Stats,
@@ -198,6 +202,12 @@ impl World {
             sc.entities.count,
             seed,
         );
+        let shared_shards = match extractors.shared() {
+            Some(x) => (0..sc.entities.count)
+                .map(|e| x.shard_id(EntityId(e)))
+                .collect(),
+            None => Vec::new(),
+        };
         let node_cfg = Arc::new(NodeConfig {
             region: Arc::new(RegionConfig {
                 settings: sc.settings.clone(),
@@ -235,6 +245,7 @@ impl World {
             workload: Workload::new(&sc, seed),
             plan: Vec::new(),
             node_cfg,
+            shared_shards,
             checker: Checker::new(),
             tracer: Tracer::new(trace),
             stats: Stats::default(),
@@ -680,7 +691,10 @@ impl World {
         // extractor decides (with a per-incarnation extractor, another node may route the
         // same entity elsewhere, §12 B8). The checker's liveness rule expects this shard to
         // get a home; the at-most-one rule is keyed by entity and needs no shard.
-        let shard = self.shard_on(node, env.entity).unwrap_or_default();
+        let shard = match self.shared_shards.get(env.entity.0 as usize) {
+            Some(s) => *s,
+            None => self.shard_on(node, env.entity).unwrap_or_default(),
+        };
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
         if self.violation.is_none() {
             self.checker
@@ -1123,6 +1137,70 @@ mod tests {
         sc.workload.stop_ms = sc.workload.interval_ms[1];
         let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
         assert!(r.stats.sends >= 1, "{:?}", r.stats);
+    }
+
+    /// With a per-incarnation extractor (§12 B8), a send is recorded under the shard of the
+    /// sender's node incarnation, the nodes disagree, and the world has no run-wide shard.
+    #[test]
+    fn per_incarnation_sends_are_recorded_under_the_senders_extractor() {
+        use crate::ids::{EntityId, NodeId, NodeInc, RegionRef};
+        use crate::protocol::entity::{ExtractorKind, Extractors, HashExtractor, ShardExtractor};
+        use crate::trace::TraceEvent;
+        use std::collections::BTreeMap;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/hazards/randomized-extractor.toml");
+        let sc = Arc::new(Scenario::load(&path).unwrap());
+        assert_eq!(sc.entities.extractor, ExtractorKind::PerIncarnation);
+        let seed = 3;
+        let world = super::World::new(sc.clone(), seed, TraceMode::Off);
+        assert_eq!(world.shard_of(EntityId(0)), None);
+        assert_eq!(world.shard_on(NodeId(0), EntityId(0)), None, "not started");
+        let (r, tracer) = crate::campaign::run_seed(&sc, seed, TraceMode::Full);
+        assert!(r.violation.is_some(), "{:?}", r.stats);
+        let x = Extractors::new(
+            ExtractorKind::PerIncarnation,
+            sc.entities.shards,
+            sc.entities.count,
+            seed,
+        );
+        let mut inc: BTreeMap<NodeId, u32> = BTreeMap::new();
+        let (mut sends, mut disagree) = (0, 0);
+        for (_, ev) in tracer.events() {
+            match ev {
+                TraceEvent::NodeUp { node, incarnation } => {
+                    inc.insert(*node, *incarnation);
+                }
+                TraceEvent::Send {
+                    entity,
+                    node,
+                    shard,
+                    ..
+                } => {
+                    let region = |n: NodeId| RegionRef {
+                        node: n,
+                        inc: NodeInc(inc[&n]),
+                    };
+                    assert_eq!(*shard, x.for_region(region(*node)).shard_id(*entity));
+                    sends += 1;
+                    let other = NodeId((node.0 + 1) % sc.cluster.nodes);
+                    disagree += usize::from(
+                        inc.contains_key(&other)
+                            && x.for_region(region(other)).shard_id(*entity) != *shard,
+                    );
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            sends > 0 && disagree > 0,
+            "{sends} sends, {disagree} disagreeing"
+        );
+        // A shared extractor: the run-wide answer is the regions' answer.
+        let two =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/two-nodes.toml");
+        let world = super::World::new(Arc::new(Scenario::load(&two).unwrap()), 1, TraceMode::Off);
+        let fnv = HashExtractor { shards: 10 };
+        assert_eq!(world.shard_of(EntityId(7)), Some(fnv.shard_id(EntityId(7))));
     }
 
     #[test]
