@@ -38,7 +38,7 @@ pub const SEED_NODE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What every node of a run shares.
 pub struct NodeConfig {
-    /// The region's settings, options, extractor and entity factory.
+    /// The region's settings, options, extractors and entity factory.
     pub region: Arc<RegionConfig>,
     /// Membership: heartbeats, gossip, the downing provider.
     pub membership: MembershipConfig,
@@ -995,7 +995,7 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::entity::{HashExtractor, RecordingFactory, TabledExtractor};
+    use crate::protocol::entity::{Extractors, HashExtractor, RecordingFactory, TabledExtractor};
     use crate::protocol::settings::{ProtocolOptions, Settings};
     use std::collections::BTreeMap;
 
@@ -1005,7 +1005,10 @@ mod tests {
             region: Arc::new(RegionConfig {
                 settings: Settings::default(),
                 options: ProtocolOptions::default(),
-                extractor: Arc::new(TabledExtractor::new(HashExtractor { shards: 10 }, 100)),
+                extractors: Extractors::Shared(Arc::new(TabledExtractor::new(
+                    HashExtractor { shards: 10 },
+                    100,
+                ))),
                 factory: Arc::new(RecordingFactory),
             }),
             membership: MembershipConfig::default(),

@@ -3,6 +3,7 @@
 
 use crate::fault::{FaultError, TimedFault};
 use crate::membership::MembershipConfig;
+use crate::protocol::entity::ExtractorKind;
 use crate::protocol::settings::{ProtocolOptions, Settings};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -243,8 +244,12 @@ pub struct ClusterSpec {
 pub struct EntitySpec {
     /// Number of entity ids (e0..e{count-1}).
     pub count: u32,
-    /// Number of shards of the default hash extractor.
+    /// Number of shards (Akka's `maxNumberOfShards` for the `akka-hash-code` extractor).
     pub shards: u32,
+    /// The shard extractor: `fnv` (the default), `akka-hash-code` (Akka's
+    /// `HashCodeMessageExtractor`), or `per-incarnation` (a hash seeded per node incarnation,
+    /// as .NET Core's `string.GetHashCode()`: §12 B8, akka.net#3361).
+    pub extractor: ExtractorKind,
     /// How long an entity takes from processing its stop message to its termination
     /// (postStop, finishing its work), uniform in [min, max] ms; also a stop by force.
     pub stop_ms: [u64; 2],
@@ -261,6 +266,7 @@ impl Default for EntitySpec {
         EntitySpec {
             count: 100,
             shards: 10,
+            extractor: ExtractorKind::Fnv,
             stop_ms: [0, 0],
             local_delay_us: 0,
             shard_init_ms: [0, 0],
@@ -488,6 +494,18 @@ impl Scenario {
         }
         if self.entities.shards == 0 {
             return err("entities.shards", "must be at least 1".into());
+        }
+        if self.entities.extractor == ExtractorKind::AkkaHashCode
+            && i32::try_from(self.entities.shards).is_err()
+        {
+            return err(
+                "entities.shards",
+                format!(
+                    "akka-hash-code takes a Java Int maxNumberOfShards (at most {}), got {}",
+                    i32::MAX,
+                    self.entities.shards
+                ),
+            );
         }
         let [a, b] = self.workload.interval_ms;
         if a == 0 || a > b {
@@ -803,6 +821,49 @@ mod tests {
                 .starts_with("x.toml:6: field `entities.shards`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn extractor_is_parsed_and_an_unknown_one_names_line_and_field() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 2\n\n[entities]\n";
+        assert_eq!(
+            parse(base).unwrap().entities.extractor,
+            ExtractorKind::Fnv,
+            "the default"
+        );
+        for (name, kind) in [
+            ("fnv", ExtractorKind::Fnv),
+            ("akka-hash-code", ExtractorKind::AkkaHashCode),
+            ("per-incarnation", ExtractorKind::PerIncarnation),
+        ] {
+            let s = parse(&format!("{base}extractor = \"{name}\"\n")).unwrap();
+            assert_eq!(s.entities.extractor, kind);
+        }
+        let e = parse(&format!("{base}shards = 4\nextractor = \"murmur\"\n")).unwrap_err();
+        assert_eq!(e.line, Some(7), "{e}");
+        assert_eq!(e.field.as_deref(), Some("extractor"), "{e}");
+        assert!(
+            e.to_string().starts_with("x.toml:7: field `extractor`"),
+            "{e}"
+        );
+        assert!(e.message.contains("murmur"), "{e}");
+        let e = parse(&format!(
+            "{base}shards = 3000000000\nextractor = \"akka-hash-code\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("entities.shards"), "{e}");
+        assert_eq!(e.line, Some(6), "{e}");
+    }
+
+    #[test]
+    fn default_extractor_is_left_out_of_to_toml() {
+        let s = parse("name = \"a\"\n[cluster]\nnodes = 2\n").unwrap();
+        assert!(!s.to_toml().unwrap().contains("extractor"));
+        let mut p = s.clone();
+        p.entities.extractor = ExtractorKind::PerIncarnation;
+        let t = p.to_toml().unwrap();
+        assert!(t.contains("extractor = \"per-incarnation\""), "{t}");
+        assert_eq!(parse(&t).unwrap(), p);
     }
 
     fn fault_err(faults: &str) -> ScenarioError {

@@ -20,7 +20,7 @@ use crate::fault::TimedFault;
 use crate::ids::{EntityId, NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
-use crate::protocol::entity::{HashExtractor, RecordingFactory, ShardExtractor, TabledExtractor};
+use crate::protocol::entity::{Extractors, RecordingFactory};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::settings::RememberStore;
 use crate::protocol::{
@@ -216,7 +216,10 @@ pub struct World {
     workload: Workload,
     plan: Vec<TimedFault>,
     node_cfg: Arc<NodeConfig>,
-    extractor: Arc<TabledExtractor>,
+    /// The shard of each entity id the workload sends to, when every region shares one
+    /// extractor (the same answers as the regions' table): the send path's shard without a
+    /// dynamic call. Empty for a per-incarnation extractor.
+    shared_shards: Vec<ShardId>,
     checker: Checker,
     tracer: Tracer,
     stats: Stats,
@@ -234,17 +237,25 @@ impl World {
             None => (sc, None),
         };
         let n = sc.cluster.nodes as usize;
-        let extractor = Arc::new(TabledExtractor::new(
-            HashExtractor {
-                shards: sc.entities.shards,
-            },
+        // The schedule's seed salts the per-incarnation hash (§12 B8): each schedule has its
+        // own disagreement between incarnations, the same on every replay.
+        let extractors = Extractors::new(
+            sc.entities.extractor,
+            sc.entities.shards,
             sc.entities.count,
-        ));
+            seed,
+        );
+        let shared_shards = match extractors.shared() {
+            Some(x) => (0..sc.entities.count)
+                .map(|e| x.shard_id(EntityId(e)))
+                .collect(),
+            None => Vec::new(),
+        };
         let node_cfg = Arc::new(NodeConfig {
             region: Arc::new(RegionConfig {
                 settings: sc.settings.clone(),
                 options: sc.options.clone(),
-                extractor: extractor.clone(),
+                extractors,
                 factory: Arc::new(RecordingFactory),
             }),
             membership: sc.membership.clone(),
@@ -278,7 +289,7 @@ impl World {
             workload: Workload::new(&sc, seed),
             plan: Vec::new(),
             node_cfg,
-            extractor,
+            shared_shards,
             checker: Checker::new(),
             tracer: Tracer::new(trace),
             stats: Stats::default(),
@@ -392,9 +403,21 @@ impl World {
         &self.journal.events
     }
 
-    /// The shard of an entity under this run's extractor.
-    pub fn shard_of(&self, e: crate::ids::EntityId) -> ShardId {
-        self.extractor.shard_id(e)
+    /// The shard of an entity under the extractor every node shares; `None` when each node
+    /// incarnation has its own (`per-incarnation`, §12 B8), where no run-wide answer exists:
+    /// ask [`World::shard_on`].
+    pub fn shard_of(&self, e: EntityId) -> Option<ShardId> {
+        self.node_cfg
+            .region
+            .extractors
+            .shared()
+            .map(|x| x.shard_id(e))
+    }
+
+    /// The shard `node`'s running region routes `e` to (its incarnation's extractor); `None`
+    /// while the node has no region.
+    pub fn shard_on(&self, node: NodeId, e: EntityId) -> Option<ShardId> {
+        self.node(node)?.region().map(|r| r.shard_of(e))
     }
 
     /// User messages still on their way: queued (network, local, deferred by a pause) or
@@ -831,7 +854,14 @@ impl World {
         }
         let env = self.workload.message(sender);
         self.stats.sends += 1;
-        let shard = self.extractor.shard_id(env.entity);
+        // The shard the sender's region routes the message to: its node incarnation's
+        // extractor decides (with a per-incarnation extractor, another node may route the
+        // same entity elsewhere, §12 B8). The checker's liveness rule expects this shard to
+        // get a home; the at-most-one rule is keyed by entity and needs no shard.
+        let shard = match self.shared_shards.get(env.entity.0 as usize) {
+            Some(s) => *s,
+            None => self.shard_on(node, env.entity).unwrap_or_default(),
+        };
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
         if self.violation.is_none() {
             self.checker
@@ -1363,6 +1393,70 @@ mod tests {
         sc.workload.stop_ms = sc.workload.interval_ms[1];
         let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
         assert!(r.stats.sends >= 1, "{:?}", r.stats);
+    }
+
+    /// With a per-incarnation extractor (§12 B8), a send is recorded under the shard of the
+    /// sender's node incarnation, the nodes disagree, and the world has no run-wide shard.
+    #[test]
+    fn per_incarnation_sends_are_recorded_under_the_senders_extractor() {
+        use crate::ids::{EntityId, NodeId, NodeInc, RegionRef};
+        use crate::protocol::entity::{ExtractorKind, Extractors, HashExtractor, ShardExtractor};
+        use crate::trace::TraceEvent;
+        use std::collections::BTreeMap;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/hazards/randomized-extractor.toml");
+        let sc = Arc::new(Scenario::load(&path).unwrap());
+        assert_eq!(sc.entities.extractor, ExtractorKind::PerIncarnation);
+        let seed = 3;
+        let world = super::World::new(sc.clone(), seed, TraceMode::Off);
+        assert_eq!(world.shard_of(EntityId(0)), None);
+        assert_eq!(world.shard_on(NodeId(0), EntityId(0)), None, "not started");
+        let (r, tracer) = crate::campaign::run_seed(&sc, seed, TraceMode::Full);
+        assert!(r.violation.is_some(), "{:?}", r.stats);
+        let x = Extractors::new(
+            ExtractorKind::PerIncarnation,
+            sc.entities.shards,
+            sc.entities.count,
+            seed,
+        );
+        let mut inc: BTreeMap<NodeId, u32> = BTreeMap::new();
+        let (mut sends, mut disagree) = (0, 0);
+        for (_, ev) in tracer.events() {
+            match ev {
+                TraceEvent::NodeUp { node, incarnation } => {
+                    inc.insert(*node, *incarnation);
+                }
+                TraceEvent::Send {
+                    entity,
+                    node,
+                    shard,
+                    ..
+                } => {
+                    let region = |n: NodeId| RegionRef {
+                        node: n,
+                        inc: NodeInc(inc[&n]),
+                    };
+                    assert_eq!(*shard, x.for_region(region(*node)).shard_id(*entity));
+                    sends += 1;
+                    let other = NodeId((node.0 + 1) % sc.cluster.nodes);
+                    disagree += usize::from(
+                        inc.contains_key(&other)
+                            && x.for_region(region(other)).shard_id(*entity) != *shard,
+                    );
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            sends > 0 && disagree > 0,
+            "{sends} sends, {disagree} disagreeing"
+        );
+        // A shared extractor: the run-wide answer is the regions' answer.
+        let two =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/two-nodes.toml");
+        let world = super::World::new(Arc::new(Scenario::load(&two).unwrap()), 1, TraceMode::Off);
+        let fnv = HashExtractor { shards: 10 };
+        assert_eq!(world.shard_of(EntityId(7)), Some(fnv.shard_id(EntityId(7))));
     }
 
     #[test]

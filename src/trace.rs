@@ -68,7 +68,8 @@ pub enum TraceEvent {
         seq: u64,
         /// The sender's node.
         node: NodeId,
-        /// The entity's shard.
+        /// The entity's shard under the extractor of the sender's node incarnation (where
+        /// its region routes the message; with `per-incarnation` other nodes may disagree).
         shard: ShardId,
     },
     /// A message reached its entity.

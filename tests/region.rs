@@ -12,7 +12,7 @@ mod common;
 use common::*;
 
 use shardsim::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
-use shardsim::protocol::entity::{RecordingFactory, ShardExtractor};
+use shardsim::protocol::entity::{Extractors, RecordingFactory, ShardExtractor};
 use shardsim::protocol::region::{Region, RegionConfig, ShardSlot};
 use shardsim::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use shardsim::protocol::shard::EntityState;
@@ -162,7 +162,7 @@ impl T {
         let cfg = RegionConfig {
             settings,
             options,
-            extractor: Arc::new(ModExtractor(SHARDS)),
+            extractors: Extractors::Shared(Arc::new(ModExtractor(SHARDS))),
             factory: Arc::new(RecordingFactory),
         };
         T {

@@ -95,6 +95,8 @@ scenario_tests! {
     hazard_restart_before_terminated_fixed => "sim-scenarios/hazards/restart-before-terminated-fixed.toml",
     spec_remember_entities_node_crash_ddata => "sim-scenarios/specs/remember-entities-node-crash-ddata.toml",
     spec_remember_entities_node_crash_eventsourced => "sim-scenarios/specs/remember-entities-node-crash-eventsourced.toml",
+    hazard_randomized_extractor => "sim-scenarios/hazards/randomized-extractor.toml",
+    hazard_randomized_extractor_fixed => "sim-scenarios/hazards/randomized-extractor-fixed.toml",
     coordinator_node_downed => "sim-scenarios/faults/coordinator-node-downed.toml",
     non_coordinator_node_downed => "sim-scenarios/faults/non-coordinator-node-downed.toml",
     two_oldest_leave => "sim-scenarios/faults/two-oldest-leave.toml",

@@ -10,7 +10,7 @@
 //! told to hand off and not yet terminated) as states of its shard slots.
 
 use crate::ids::{EntityId, RegionRef, ShardId};
-use crate::protocol::entity::{EntityFactory, ShardExtractor};
+use crate::protocol::entity::{EntityFactory, Extractors, ShardExtractor};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use crate::protocol::shard::Shard;
 use crate::protocol::shard_map::ShardMap;
@@ -42,8 +42,9 @@ pub struct RegionConfig {
     pub settings: Settings,
     /// Named protocol options.
     pub options: ProtocolOptions,
-    /// The application's shard extractor.
-    pub extractor: Arc<dyn ShardExtractor>,
+    /// The application's shard extractors: one every region shares, or one per node
+    /// incarnation (§12 B8). Each region takes its own at [`Region::new`].
+    pub extractors: Extractors,
     /// The application's entities.
     pub factory: Arc<dyn EntityFactory>,
 }
@@ -53,6 +54,9 @@ pub struct Region {
     me: RegionRef,
     hosting: bool,
     cfg: Arc<RegionConfig>,
+    /// This region's extractor (`cfg.extractors.for_region(me)`): the one every region shares,
+    /// or this node incarnation's own (§12 B8). Called on every message.
+    extractor: Arc<dyn ShardExtractor>,
     /// Members that may run the coordinator, oldest first (§5.1 `membersByAge`).
     members_by_age: Vec<Member>,
     coordinator: Option<Addr>,
@@ -72,10 +76,12 @@ impl Region {
     /// A new region; call [`Region::start`] next.
     pub fn new(me: RegionRef, hosting: bool, cfg: Arc<RegionConfig>) -> Self {
         let register_backoff = cfg.settings.register_backoff_start();
+        let extractor = cfg.extractors.for_region(me);
         Region {
             me,
             hosting,
             cfg,
+            extractor,
             members_by_age: Vec::new(),
             coordinator: None,
             register_backoff,
@@ -213,7 +219,7 @@ impl Region {
         ignores_stop: bool,
         out: &mut Outbox,
     ) {
-        let shard = self.cfg.extractor.shard_id(entity);
+        let shard = self.extractor.shard_id(entity);
         if let Some(slot) = self.shards.get(&shard) {
             out.local(
                 Local::Passivate {
@@ -238,7 +244,7 @@ impl Region {
         reason: StopReason,
         out: &mut Outbox,
     ) {
-        let shard = self.cfg.extractor.shard_id(entity);
+        let shard = self.extractor.shard_id(entity);
         if let Some(slot) = self.shards.get_mut(&shard) {
             slot.shard.entity_stop(entity, inc, reason, out);
         }
@@ -247,7 +253,7 @@ impl Region {
     /// The Shard of `entity` throws (the workload's choice): a local message to it, so it
     /// fails when it handles it.
     pub fn shard_of_entity_fails(&mut self, entity: EntityId, out: &mut Outbox) {
-        let shard = self.cfg.extractor.shard_id(entity);
+        let shard = self.extractor.shard_id(entity);
         if let Some(slot) = self.shards.get(&shard) {
             out.local(
                 Local::ToShard {
@@ -277,7 +283,7 @@ impl Region {
         for_shard: ShardId,
         out: &mut Outbox,
     ) {
-        let shard = self.cfg.extractor.shard_id(entity);
+        let shard = self.extractor.shard_id(entity);
         match self.region_by_shard.get(&shard).copied() {
             Some(r) if r == self.me => {
                 if let Some(uid) = self.get_shard(shard, out) {
@@ -385,6 +391,12 @@ impl Region {
             .get_mut(&shard)
             .filter(|slot| slot.shard.uid() == uid)
             .map(|slot| &mut slot.shard)
+    }
+
+    /// The shard of `entity` under this region's extractor (where this region routes it).
+    #[inline]
+    pub fn shard_of(&self, entity: EntityId) -> ShardId {
+        self.extractor.shard_id(entity)
     }
 
     /// The live entity incarnation of `entity` in `shard` here, if any.
@@ -596,7 +608,7 @@ impl Region {
 
     /// `deliverMessage` (SR:1349-1397).
     fn deliver_message(&mut self, env: Envelope, out: &mut Outbox) {
-        let shard = self.cfg.extractor.shard_id(env.entity);
+        let shard = self.extractor.shard_id(env.entity);
         match self.region_by_shard.get(&shard).copied() {
             Some(r) if r == self.me => match self.get_shard(shard, out) {
                 Some(uid) => {
@@ -1008,7 +1020,7 @@ mod tests {
     // ---- check_invariants: each rule, faithful and broken ----
 
     use crate::ids::{NodeId, NodeInc, SenderId};
-    use crate::protocol::entity::{HashExtractor, RecordingFactory};
+    use crate::protocol::entity::{Extractors, HashExtractor, RecordingFactory};
 
     fn region(buffer_size: usize, hosting: bool, mutation: Mutation) -> Region {
         let cfg = Arc::new(RegionConfig {
@@ -1020,7 +1032,7 @@ mod tests {
                 mutation,
                 ..ProtocolOptions::default()
             },
-            extractor: Arc::new(HashExtractor { shards: 4 }),
+            extractors: Extractors::Shared(Arc::new(HashExtractor { shards: 4 })),
             factory: Arc::new(RecordingFactory),
         });
         Region::new(rref(1), hosting, cfg)
@@ -1056,7 +1068,7 @@ mod tests {
         for seq in 1..=n {
             r.request(env(0, seq), &mut out);
         }
-        let s = r.cfg.extractor.shard_id(EntityId(0));
+        let s = r.shard_of(EntityId(0));
         (r, s)
     }
 
@@ -1148,7 +1160,7 @@ mod tests {
     fn a_shard_hands_off_only_when_the_region_forwarded_hand_off() {
         let mut r = region(10, true, Mutation::None);
         let mut out = Outbox::default();
-        let s = r.cfg.extractor.shard_id(EntityId(0));
+        let s = r.shard_of(EntityId(0));
         let c = Addr::coordinator(rref(2));
         r.deliver(Instant::ZERO, c, Msg::HostShard { shard: s }, &mut out);
         pump(&mut r, &mut out);
