@@ -835,6 +835,7 @@ mod tests {
             ("fnv", ExtractorKind::Fnv),
             ("akka-hash-code", ExtractorKind::AkkaHashCode),
             ("per-incarnation", ExtractorKind::PerIncarnation),
+            ("changed-on-restart", ExtractorKind::ChangedOnRestart),
         ] {
             let s = parse(&format!("{base}extractor = \"{name}\"\n")).unwrap();
             assert_eq!(s.entities.extractor, kind);

@@ -244,7 +244,8 @@ impl World {
             sc.entities.shards,
             sc.entities.count,
             seed,
-        );
+        )
+        .with_first_generation(sc.cluster.nodes);
         let shared_shards = match extractors.shared() {
             Some(x) => (0..sc.entities.count)
                 .map(|e| x.shard_id(EntityId(e)))

@@ -145,6 +145,10 @@ pub enum ExtractorKind {
     /// A hash seeded per node incarnation ([`SeededHashExtractor`]): nodes disagree on
     /// shards (§12 B8, akka.net#3361).
     PerIncarnation,
+    /// The application changed its extractor in a full restart (§12 B9, akka#22289): a node's
+    /// first incarnation (numbered up to the cluster's size: the initial joins) uses FNV, every
+    /// later incarnation Akka's hash-code extractor. All nodes of one generation agree.
+    ChangedOnRestart,
 }
 
 /// Where each region's extractor comes from. Akka's `ClusterSharding.start` takes the
@@ -163,6 +167,15 @@ pub enum Extractors {
         /// Mixed into every incarnation's seed (the world passes the schedule's seed), so
         /// that schedules differ in how incarnations disagree.
         salt: u64,
+    },
+    /// Incarnations numbered up to `first_incs` use `first`, later ones `later` (§12 B9).
+    ChangedOnRestart {
+        /// The first generation's extractor.
+        first: Arc<dyn ShardExtractor>,
+        /// The extractor after a restart.
+        later: Arc<dyn ShardExtractor>,
+        /// The highest incarnation number of the first generation.
+        first_incs: u32,
     },
 }
 
@@ -186,7 +199,27 @@ impl Extractors {
                 entities,
                 salt,
             },
+            ExtractorKind::ChangedOnRestart => Extractors::ChangedOnRestart {
+                first: Arc::new(TabledExtractor::new(HashExtractor { shards }, entities)),
+                later: Arc::new(TabledExtractor::new(
+                    AkkaHashCodeExtractor {
+                        max_number_of_shards: shards,
+                    },
+                    entities,
+                )),
+                // Filled in by the host, which knows the cluster's size.
+                first_incs: 0,
+            },
         }
+    }
+
+    /// For [`ExtractorKind::ChangedOnRestart`]: incarnations up to `n` are the first
+    /// generation.
+    pub fn with_first_generation(mut self, n: u32) -> Self {
+        if let Extractors::ChangedOnRestart { first_incs, .. } = &mut self {
+            *first_incs = n;
+        }
+        self
     }
 
     /// The extractor of `region` (its node incarnation): the shared one, or one seeded by
@@ -205,14 +238,26 @@ impl Extractors {
                 },
                 *entities,
             )),
+            Extractors::ChangedOnRestart {
+                first,
+                later,
+                first_incs,
+            } => {
+                if region.inc.0 <= *first_incs {
+                    first.clone()
+                } else {
+                    later.clone()
+                }
+            }
         }
     }
 
-    /// The extractor every region shares, if they share one (`None` for per-incarnation).
+    /// The extractor every region shares, if they share one (`None` for per-incarnation and
+    /// changed-on-restart).
     pub fn shared(&self) -> Option<&Arc<dyn ShardExtractor>> {
         match self {
             Extractors::Shared(x) => Some(x),
-            Extractors::PerIncarnation { .. } => None,
+            Extractors::PerIncarnation { .. } | Extractors::ChangedOnRestart { .. } => None,
         }
     }
 }
