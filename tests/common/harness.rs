@@ -16,7 +16,6 @@ use shardsim::time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-
 /// Shard = entity % shards: easy to reason about.
 pub struct ModExtractor(pub u32);
 
