@@ -3,6 +3,8 @@
 //! Each test crate uses a part of it.
 #![allow(dead_code)]
 
+pub mod harness;
+
 use shardsim::protocol::Addr;
 use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, StoreRequest, Timer};
 use shardsim::time::Duration;
