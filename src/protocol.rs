@@ -535,6 +535,9 @@ pub enum ShardMsg {
     EntityMoved {
         /// The entity.
         entity: EntityId,
+        /// The last of one `EntitiesMovedToOtherShard(ids)`: the Shard writes them all then,
+        /// in one `Update` (the starter sends the ids one local message each, back to back).
+        last: bool,
     },
     /// The workload made the Shard throw while handling a message.
     Fail,

@@ -358,15 +358,14 @@ fn starter_routes_start_entity_to_the_local_shard_which_acks_and_the_ack_ends_th
 fn unacked_start_entity_is_resent_on_starter_retry() {
     let mut t = loading_done(&[4, 10]);
     t.pump();
-    // RES:152, 187-196: every `retry-interval` StartEntity is sent again for each id not acked;
-    // here it reaches the initialised Shard, which starts and acks.
+    // RES:152, 187-196: every `retry-interval` StartEntity is sent again for each id not acked
+    // (the acks of the first round, buffered until ShardInitialized, have not arrived); the
+    // Shard, with both Active, acks again without a new start (SH:815-818).
     assert_eq!(
         fire(&mut t, Timer::StarterRetry(shard(1))),
         vec![
             O::Set(Timer::StarterRetry(shard(1)), ms(RETRY_MS)),
-            started(4, 1, 0),
             send(raddr(1), ack(4, 1, 1)),
-            started(10, 1, 1),
             send(raddr(1), ack(10, 1, 1)),
         ]
     );
@@ -387,10 +386,6 @@ fn unacked_start_entity_is_resent_on_starter_retry() {
 }
 
 #[test]
-#[ignore = "disagrees with Akka: the region drops a StartEntity for a local Shard that is still \
-            starting (route_start_entity sends nothing while getShard gives None), so remembered \
-            entities wait for the starter's retry-interval; Akka's deliverMessage buffers it \
-            (SR:1381) and initializeShard delivers it (SR:1275-1279)"]
 fn start_entity_for_a_starting_local_shard_is_buffered_until_shard_initialized() {
     let mut t = loading_done(&[4]);
     // With zero local delay the starter's StartEntity (StartRemembered) reaches the region
@@ -474,12 +469,6 @@ fn restart_shard_starts_nothing_when_this_region_is_no_longer_the_home() {
 }
 
 #[test]
-#[ignore = "disagrees with Akka: on StoreStopped while loading the model's Shard throws and \
-            restarts in place at once (ShardFailed{StoreStopped}); Akka's awaitingRememberedEntities \
-            (SH:570-586) has no case for RememberEntityStoreCrashed, so it is stashed and the load \
-            timeout stops the Shard (SH:574-575, 588-595), and at HEAD (c2d540d2e3) the crash stops \
-            it at once: either way the Shard stops and the region restarts it after \
-            shard-failure-backoff (SR:1085)"]
 fn store_stopped_while_loading_stops_the_shard_for_the_region_to_restart() {
     let mut t = T::with(1, true, remember(), ProtocolOptions::default()).registered();
     t.step(host_shard(1));
@@ -912,10 +901,6 @@ fn in_hand_off_a_terminated_entity_is_not_restarted_for_its_buffer() {
 }
 
 #[test]
-#[ignore = "disagrees with Akka: a HandOff stashed during a write is dropped when the Shard \
-            throws (forget_actorless clears stashed_handoff); Akka's Stash returns the stash to \
-            the mailbox on restart (UnrestrictedStash.preRestart, Stash.scala:79-81), so the new \
-            instance hands off once loaded"]
 fn hand_off_stashed_during_a_write_survives_a_shard_restart() {
     let mut t = loaded(ProtocolOptions::default());
     t.req(env(1, 7, 1));
@@ -1134,7 +1119,8 @@ fn start_entity_during_a_stop_write_starts_the_entity_once_the_stop_is_stored() 
 // ---- 10. EntitiesMovedToOtherShard (akka#22289) ----
 
 /// Shard 1 loaded with remembered entities 4 and 5, where the extractor now puts 5 in shard 2,
-/// homed at region 2. The starter has sent StartEntity(5) to region 2; 4 waits for the retry.
+/// homed at region 2. The starter has sent StartEntity(5) to region 2; StartEntity(4) waited
+/// in the region for ShardInitialized (SR:1381, 1275-1279), and 4 runs.
 fn moved() -> T {
     let mut t = T::with(1, true, remember(), ProtocolOptions::default()).registered();
     t.from(
@@ -1151,6 +1137,8 @@ fn moved() -> T {
             O::Cancel(ret(1, 0)),
             O::Set(Timer::StarterRetry(shard(1)), ms(RETRY_MS)),
             send(raddr(2), start_entity(5, 1, 1)),
+            started(4, 1, 0),
+            send(raddr(1), ack(4, 1, 1)),
         ]
     );
     t
@@ -1159,12 +1147,14 @@ fn moved() -> T {
 #[test]
 fn entity_acked_by_another_shard_is_written_as_stopped_in_its_old_shard() {
     let mut t = moved();
-    // The starter gets StartEntityAck(5, shard 2): started elsewhere → EntitiesMovedToOtherShard
-    // to shard 1, which writes it as stopped (SH:795-808: RememberedButNotCreated →
-    // RememberingStop, rememberUpdate(remove)).
+    assert_eq!(t.from(raddr(1), ack(4, 1, 1)), vec![]);
+    // The starter gets StartEntityAck(5, shard 2), its last: 5 was started elsewhere →
+    // EntitiesMovedToOtherShard to shard 1, which writes it as stopped (SH:795-808:
+    // RememberedButNotCreated → RememberingStop, rememberUpdate(remove)).
     assert_eq!(
         t.from(raddr(2), ack(5, 2, 1)),
         vec![
+            O::Cancel(Timer::StarterRetry(shard(1))),
             update(1, 0, 0, &[], &[5]),
             O::Set(ret(1, 0), ms(WRITE_TIMEOUT_MS)),
         ]
@@ -1172,16 +1162,13 @@ fn entity_acked_by_another_shard_is_written_as_stopped_in_its_old_shard() {
     assert_eq!(
         states(&t, 1),
         vec![
-            (EntityId(4), EntityState::RememberedButNotCreated),
+            (EntityId(4), EntityState::Active),
             (EntityId(5), EntityState::RememberingStop),
         ]
     );
     // Stored: forgotten (passivateCompleted without buffer, SH:736-740, 1051-1070).
     assert_eq!(done(&mut t, 1, 0, 0), vec![O::Cancel(ret(1, 0))]);
-    assert_eq!(
-        states(&t, 1),
-        vec![(EntityId(4), EntityState::RememberedButNotCreated)]
-    );
+    assert_eq!(states(&t, 1), vec![(EntityId(4), EntityState::Active)]);
     // An EntityMoved for an entity in another state changes nothing.
     t.run(|r, now, out| {
         r.local(
@@ -1191,6 +1178,7 @@ fn entity_acked_by_another_shard_is_written_as_stopped_in_its_old_shard() {
                 uid: 0,
                 msg: ShardMsg::EntityMoved {
                     entity: EntityId(5),
+                    last: true,
                 },
             },
             out,
@@ -1200,16 +1188,13 @@ fn entity_acked_by_another_shard_is_written_as_stopped_in_its_old_shard() {
 }
 
 #[test]
-#[ignore = "disagrees with Akka: the region's starter sends EntityMoved at each ack from another \
-            shard; Akka's RememberEntityStarter collects them and sends one \
-            EntitiesMovedToOtherShard only once every id is acked (RES:160-171)"]
 fn moved_entities_are_reported_once_every_remembered_id_is_acked() {
     let mut t = moved();
     assert_eq!(t.from(raddr(2), ack(5, 2, 1)), vec![]);
     assert_eq!(
         states(&t, 1),
         vec![
-            (EntityId(4), EntityState::RememberedButNotCreated),
+            (EntityId(4), EntityState::Active),
             (EntityId(5), EntityState::RememberedButNotCreated),
         ]
     );

@@ -70,6 +70,12 @@ pub struct Region {
     /// The remember-entities starter (`RememberEntityStarter`, §2.6): per remembering shard,
     /// the entities whose `StartEntity` is not acknowledged yet.
     starter: BTreeMap<ShardId, BTreeSet<EntityId>>,
+    /// Per remembering shard, the entities another shard acknowledged: reported together
+    /// (`EntitiesMovedToOtherShard`) once every id is acknowledged (RememberEntityStarter).
+    moved: BTreeMap<ShardId, Vec<EntityId>>,
+    /// `StartEntity` for a local Shard that is still starting: buffered with the shard's
+    /// messages in Akka (SR:1381) and delivered on `ShardInitialized` (SR:1275-1279).
+    starting_starts: BTreeMap<ShardId, Vec<(EntityId, RegionRef, ShardId)>>,
 }
 
 impl Region {
@@ -91,6 +97,8 @@ impl Region {
             buffers: ShardMap::new(),
             buffered_total: 0,
             starter: BTreeMap::new(),
+            moved: BTreeMap::new(),
+            starting_starts: BTreeMap::new(),
         }
     }
 
@@ -285,22 +293,27 @@ impl Region {
     ) {
         let shard = self.extractor.shard_id(entity);
         match self.region_by_shard.get(&shard).copied() {
-            Some(r) if r == self.me => {
-                if let Some(uid) = self.get_shard(shard, out) {
-                    out.local(
-                        Local::ToShard {
-                            shard,
-                            uid,
-                            msg: ShardMsg::StartEntity {
-                                entity,
-                                starter,
-                                for_shard,
-                            },
+            Some(r) if r == self.me => match self.get_shard(shard, out) {
+                Some(uid) => out.local(
+                    Local::ToShard {
+                        shard,
+                        uid,
+                        msg: ShardMsg::StartEntity {
+                            entity,
+                            starter,
+                            for_shard,
                         },
-                        LocalDelay::Message,
-                    );
+                    },
+                    LocalDelay::Message,
+                ),
+                None if self.hosting => {
+                    let q = self.starting_starts.entry(shard).or_default();
+                    if !q.contains(&(entity, starter, for_shard)) {
+                        q.push((entity, starter, for_shard));
+                    }
                 }
-            }
+                None => {}
+            },
             Some(r) => out.send(
                 Addr::region(r),
                 Msg::StartEntity {
@@ -334,17 +347,29 @@ impl Region {
         if !pending.remove(&entity) {
             return;
         }
-        if pending.is_empty() {
-            self.starter.remove(&for_shard);
-            out.cancel_timer(Timer::StarterRetry(for_shard));
-        }
+        let done = pending.is_empty();
         if shard != for_shard {
-            if let Some(slot) = self.shards.get(&for_shard) {
+            self.moved.entry(for_shard).or_default().push(entity);
+        }
+        if !done {
+            return;
+        }
+        self.starter.remove(&for_shard);
+        out.cancel_timer(Timer::StarterRetry(for_shard));
+        // Every id acknowledged: the ones another shard started are reported to the old
+        // shard together (RememberEntityStarter, akka#22289).
+        let moved = self.moved.remove(&for_shard).unwrap_or_default();
+        if let Some(slot) = self.shards.get(&for_shard) {
+            let n = moved.len();
+            for (i, entity) in moved.into_iter().enumerate() {
                 out.local(
                     Local::ToShard {
                         shard: for_shard,
                         uid: slot.shard.uid(),
-                        msg: ShardMsg::EntityMoved { entity },
+                        msg: ShardMsg::EntityMoved {
+                            entity,
+                            last: i + 1 == n,
+                        },
                     },
                     LocalDelay::Message,
                 );
@@ -732,6 +757,22 @@ impl Region {
         }
         // Unconditionally, as Akka's `initializeShard` does.
         self.deliver_buffer_locally(shard, out);
+        if let Some(starts) = self.starting_starts.remove(&shard) {
+            for (entity, starter, for_shard) in starts {
+                out.local(
+                    Local::ToShard {
+                        shard,
+                        uid,
+                        msg: ShardMsg::StartEntity {
+                            entity,
+                            starter,
+                            for_shard,
+                        },
+                    },
+                    LocalDelay::Message,
+                );
+            }
+        }
     }
 
     /// `Terminated(shard)` (SR:1040-1093): forget the Shard; with the fix of §12 B19, start
@@ -858,6 +899,7 @@ impl Region {
     /// Since akka#18945 (§12 B1) a starting Shard is one the region has.
     fn on_hand_off(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
         self.drop_buffer(shard, DropReason::HandOffBuffer, out);
+        self.starting_starts.remove(&shard);
         let legacy = self.cfg.options.handoff_ignores_starting_shard;
         match self.shards.get_mut(&shard) {
             Some(slot) if slot.initialized || !legacy => {
@@ -901,6 +943,8 @@ impl Region {
         for shard in std::mem::take(&mut self.starter).into_keys() {
             out.cancel_timer(Timer::StarterRetry(shard));
         }
+        self.moved.clear();
+        self.starting_starts.clear();
         self.coordinator = None;
         self.start_registration(out);
     }

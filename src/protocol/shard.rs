@@ -342,14 +342,17 @@ impl Shard {
                     self.start_entity(now, entity, Some((starter, for_shard)), out);
                 }
             }
-            ShardMsg::EntityMoved { entity } => {
-                // `EntitiesMovedToOtherShard` (akka#22289): forget it in this shard's store.
+            ShardMsg::EntityMoved { entity, last } => {
+                // `EntitiesMovedToOtherShard` (akka#22289): forget them in this shard's store,
+                // in one write (`rememberUpdate(remove = movedEntityIds)`).
                 if self.phase == Phase::Running {
                     if let Some(rec) = self.entities.get_mut(&entity) {
                         if rec.state == EntityState::RememberedButNotCreated {
                             rec.state = EntityState::RememberingStop;
-                            self.remember_update(out);
                         }
+                    }
+                    if last {
+                        self.remember_update(out);
                     }
                 }
             }
@@ -419,12 +422,14 @@ impl Shard {
                 }
                 self.initialized(now, out);
             }
-            StoreReplyKind::StoreStopped => {
-                // `rememberEntityStoreCrashed`: throw, restart.
-                if matches!(self.phase, Phase::Running | Phase::Initializing { .. }) {
-                    self.fail(ShardFailure::StoreStopped, out);
-                }
-            }
+            StoreReplyKind::StoreStopped => match self.phase {
+                // While loading, the store's crash stops the Shard; the region starts it
+                // again after shard-failure-backoff (SH awaitingRememberedEntities).
+                Phase::Initializing { .. } => self.stop_self(out),
+                // Running: `rememberEntityStoreCrashed` throws, and the Shard restarts.
+                Phase::Running => self.fail(ShardFailure::StoreStopped, out),
+                _ => {}
+            },
             StoreReplyKind::UpdateDone => {
                 if !self.writing || self.phase != Phase::Running {
                     return; // in hand-off only the stopper's Terminated is handled
@@ -1154,7 +1159,13 @@ impl Shard {
             Phase::Initializing { stash, .. } => stash,
             _ => Vec::new(),
         };
-        // Stash what the old instance stashed; later messages join it (the mailbox).
+        // Stash what the old instance stashed; later messages join it (the mailbox). A
+        // `HandOff` stashed during a store write goes back to the mailbox too (Akka's
+        // `UnrestrictedStash.preRestart` unstashes into the mailbox).
+        let mut stash = stash;
+        if let Some(from) = self.stashed_handoff.take() {
+            stash.insert(0, ShardMsg::HandOff { from });
+        }
         self.phase = Phase::Restarting { stash };
         self.forget_actorless(DropReason::ShardRestart, out);
         let (id, uid) = (self.id, self.uid);
