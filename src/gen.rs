@@ -74,6 +74,9 @@ pub struct GenConfig {
     pub options: ProtocolOptions,
     /// `journal.check-single-writer`.
     pub check_single_writer: bool,
+    /// Also draw the entity layer (issue 11): passivation, crashes, Shard failures, stop
+    /// durations, remember-entities and its store. Each shrinks towards off.
+    pub entity_layer: bool,
 }
 
 impl GenConfig {
@@ -106,6 +109,7 @@ impl GenConfig {
                 ..ProtocolOptions::default()
             },
             check_single_writer: true,
+            entity_layer: true,
         }
     }
 
@@ -121,6 +125,8 @@ impl GenConfig {
             membership,
             down_removal_margin_ms: 0,
             check_single_writer: false,
+            // The auto-down test shrinks a split brain: the entity layer stays off there.
+            entity_layer: false,
             ..GenConfig::keep_majority()
         }
     }
@@ -229,10 +235,38 @@ pub fn case(cfg: GenConfig) -> impl Strategy<Value = Case> {
     );
     let faults = proptest::collection::vec(episode, 0..=cfg.max_episodes);
     let seed = 0u64..1_000_000;
-    (shape, workload, settings, faults, seed).prop_map(move |(s, w, st, f, seed)| Case {
-        scenario: build(&cfg, s, w, st, &f),
-        seed,
+    // Passivation and crashes per thousand messages, Shard failures per ten thousand, the
+    // longest stop in 100 ms steps, remember-entities, its store (false: ddata).
+    let entity = (
+        0u32..=30,
+        0u32..=10,
+        0u32..=5,
+        0u64..=20,
+        any::<bool>(),
+        any::<bool>(),
+    );
+    (shape, workload, settings, faults, seed, entity).prop_map(move |(s, w, st, f, seed, e)| {
+        let mut scenario = build(&cfg, s, w, st, &f);
+        if cfg.entity_layer {
+            apply_entity_layer(&mut scenario, e);
+        }
+        Case { scenario, seed }
     })
+}
+
+/// The entity-layer draw of [`case`], applied to a generated scenario.
+fn apply_entity_layer(sc: &mut Scenario, e: (u32, u32, u32, u64, bool, bool)) {
+    let (passivate, crash, shard_failure, stop_hi, remember, eventsourced) = e;
+    sc.workload.passivate_probability = f64::from(passivate) / 1000.0;
+    sc.workload.crash_probability = f64::from(crash) / 1000.0;
+    sc.workload.shard_failure_probability = f64::from(shard_failure) / 10_000.0;
+    sc.entities.stop_ms = [0, stop_hi * 100];
+    sc.settings.remember_entities = remember;
+    sc.settings.remember_entities_store = if eventsourced {
+        crate::protocol::settings::RememberStore::Eventsourced
+    } else {
+        crate::protocol::settings::RememberStore::Ddata
+    };
 }
 
 fn build(
