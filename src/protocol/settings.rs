@@ -202,6 +202,11 @@ pub struct ProtocolOptions {
     /// NoState, which that version rejected: the Shard throws and restarts, killing every
     /// entity in it. Off = the fix.
     pub self_stop_illegal_transition: bool,
+    /// Akka before PR akka#27860 (2.6.0/2.5.x, §12 B13): `HandOff` decides on the Shard's
+    /// entity records (`state.entities.nonEmpty`), which include remembered entities with no
+    /// live actor, so a Shard with none running starts a HandOffStopper with an empty set that
+    /// never answers: the Shard stays handing off for good. Off = the fix (live actors).
+    pub handoff_counts_remembered_entities: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }

@@ -794,11 +794,15 @@ impl Shard {
                 LocalDelay::Message,
             );
         }
-        if waiting.is_empty() {
+        if waiting.is_empty()
+            && !(self.cfg.options.handoff_counts_remembered_entities && !self.entities.is_empty())
+        {
             out.send(from, Msg::ShardStopped { shard: self.id });
             self.stop_self(out);
             return;
         }
+        // (With `handoff-counts-remembered-entities`, §12 B13 pre-fix, `waiting` may be empty
+        // here: the stopper then never answers.)
         out.set_timer(
             self.timer(ShardTimer::HandOffStopTimeout),
             self.cfg.settings.handoff_stop_timeout(),
