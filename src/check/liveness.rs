@@ -44,6 +44,9 @@ pub(super) struct Liveness {
     window_shards: BTreeSet<ShardId>,
     /// When each hand-off in progress started (µs), over all coordinators.
     handoff_started: BTreeMap<ShardId, u64>,
+    /// shard → when its last hand-off started: a shard between its hand-off and its next
+    /// allocation at the end of the run is in a rebalance, not stuck.
+    last_handoff: BTreeMap<ShardId, u64>,
     /// The journal (only while the rule is on).
     journal: Vec<CoordinatorEvent>,
     /// node → the coordinator running there; the first is the one checked.
@@ -142,6 +145,7 @@ impl Liveness {
                 shard, coordinator, ..
             } => {
                 self.handoff_started.insert(*shard, t.0);
+                self.last_handoff.insert(*shard, t.0);
                 if let Some(c) = self.coordinators.get_mut(coordinator) {
                     c.handoffs.insert(*shard);
                 }
@@ -211,6 +215,13 @@ impl Liveness {
                 .window_shards
                 .iter()
                 .filter(|s| !c.state.shards.contains_key(s))
+                // A rebalance that started within handoff-timeout of the end may still be
+                // between its ShardStopped and the new allocation (I4 allows it that long).
+                .filter(|s| {
+                    self.last_handoff
+                        .get(s)
+                        .is_none_or(|t0| end.0.saturating_sub(*t0) > self.handoff_timeout_us)
+                })
                 .map(|s| s.to_string())
                 .collect();
             match homeless.len() {
