@@ -47,7 +47,12 @@ struct Lifecycle {
 
 fn lifecycle(sc: &Arc<Scenario>, seed: u64) -> Lifecycle {
     let (r, tracer) = run_seed(sc, seed, TraceMode::Full);
-    assert!(r.violation.is_none(), "{} seed {seed}: {:?}", sc.name, r.violation);
+    assert!(
+        r.violation.is_none(),
+        "{} seed {seed}: {:?}",
+        sc.name,
+        r.violation
+    );
     let mut l = Lifecycle::default();
     let mut sent: BTreeMap<(SenderId, EntityId, u64), Instant> = BTreeMap::new();
     let mut passivated: BTreeSet<EntityId> = BTreeSet::new();
@@ -164,7 +169,10 @@ fn passivated_entities_stay_stopped() {
     }
     assert!(passivations > 0, "no entity passivated");
     assert!(stopped_at_end > 0, "no passivated entity left stopped");
-    assert!(moved > 0, "no remembered entity started on the joining node");
+    assert!(
+        moved > 0,
+        "no remembered entity started on the joining node"
+    );
 }
 
 /// ClusterShardingSpec "ensure rebalance restarts shards": after traffic stopped, shards move
@@ -202,7 +210,10 @@ fn stopped_entities_restart_by_themselves() {
             .count();
         assert_eq!(l.stops(StopReason::Passivation), 0, "seed {seed}");
     }
-    assert!(stopped > 0 && restarted_late > 0, "{stopped} stops, {restarted_late} restarts");
+    assert!(
+        stopped > 0 && restarted_late > 0,
+        "{stopped} stops, {restarted_late} restarts"
+    );
 }
 
 /// IdleSpec: with idle-entity.timeout 1 s and no entity-initiated passivation, entities are
@@ -212,7 +223,10 @@ fn idle_strategy_passivates_unless_remembering() {
     let idle = spec("passivation-idle.toml");
     let remember = spec("passivation-idle-remember.toml");
     for seed in 0..SEEDS {
-        assert!(lifecycle(&idle, seed).stops(StopReason::Passivation) > 0, "seed {seed}");
+        assert!(
+            lifecycle(&idle, seed).stops(StopReason::Passivation) > 0,
+            "seed {seed}"
+        );
         let l = lifecycle(&remember, seed);
         assert_eq!(l.stops(StopReason::Passivation), 0, "seed {seed}");
         assert_eq!(l.stops(StopReason::Forced), 0, "seed {seed}");

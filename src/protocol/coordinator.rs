@@ -25,6 +25,12 @@ pub struct CoordinatorState {
     pub regions: BTreeMap<RegionRef, Vec<ShardId>>,
     /// Registered proxies.
     pub proxies: BTreeSet<RegionRef>,
+    /// With remember-entities: shards that lost their home (their region terminated, or a
+    /// hand-off deallocated them) and must be allocated again without waiting for a message
+    /// (`State.unallocatedShards`, SC:533-584).
+    pub unallocated: BTreeSet<ShardId>,
+    /// `State.rememberEntities`: whether `unallocated` is kept.
+    pub remember_entities: bool,
 }
 
 /// Why replaying or applying an event failed (Akka's `require` in `State.updated`).
@@ -51,6 +57,9 @@ impl CoordinatorState {
                 if let Some(shards) = self.regions.remove(&region) {
                     for s in shards {
                         self.shards.remove(&s);
+                        if self.remember_entities {
+                            self.unallocated.insert(s);
+                        }
                     }
                 }
             }
@@ -66,11 +75,15 @@ impl CoordinatorState {
                 };
                 list.push(shard);
                 self.shards.insert(shard, region);
+                self.unallocated.remove(&shard);
             }
             CoordinatorEvent::ShardHomeDeallocated { shard } => {
                 let Some(region) = self.shards.remove(&shard) else {
                     return Err(StateError(format!("shard {shard} not allocated")));
                 };
+                if self.remember_entities {
+                    self.unallocated.insert(shard);
+                }
                 let Some(list) = self.regions.get_mut(&region) else {
                     return Err(StateError(format!("region {region} not registered")));
                 };
@@ -159,7 +172,10 @@ impl Coordinator {
         journal: &[CoordinatorEvent],
         out: &mut Outbox,
     ) -> Result<Self, StateError> {
-        let mut state = CoordinatorState::default();
+        let mut state = CoordinatorState {
+            remember_entities: settings.remember_entities,
+            ..CoordinatorState::default()
+        };
         for (i, evt) in journal.iter().enumerate() {
             state
                 .updated(evt)
@@ -509,7 +525,10 @@ impl Coordinator {
             return;
         }
         match then {
-            AfterPersist::RegisterAck { to } => out.send(to, Msg::RegisterAck),
+            AfterPersist::RegisterAck { to } => {
+                out.send(to, Msg::RegisterAck);
+                self.allocate_shard_homes_for_remember_entities();
+            }
             AfterPersist::Allocated {
                 shard,
                 region,
@@ -525,6 +544,7 @@ impl Coordinator {
             AfterPersist::RegionTerminated { region } => {
                 self.alive_regions.remove(&region);
                 self.termination_in_progress.remove(&region);
+                self.allocate_shard_homes_for_remember_entities();
             }
             AfterPersist::ProxyTerminated => {}
             AfterPersist::Deallocated { shard } => {
@@ -575,6 +595,23 @@ impl Coordinator {
     }
 
     /// Register / RegisterProxy (§4.1).
+    /// `allocateShardHomesForRememberEntities` (SC:1432-1437): with remember-entities, a
+    /// self-sent `GetShardHome` for every shard that lost its home; called after a region
+    /// registers, after a region's termination is persisted, and when the state is
+    /// initialised, so remembered shards come back without waiting for a message.
+    fn allocate_shard_homes_for_remember_entities(&mut self) {
+        if !self.state.remember_entities {
+            return;
+        }
+        let shards: Vec<ShardId> = self.state.unallocated.iter().copied().collect();
+        for shard in shards {
+            self.stash.push_back(Input::Deliver {
+                from: self.me,
+                msg: Msg::GetShardHome { shard },
+            });
+        }
+    }
+
     fn on_register(&mut self, from: Addr, region: RegionRef, proxy: bool, out: &mut Outbox) {
         if self.phase != Phase::Active || !self.is_member_up(region) {
             return; // the region retries
@@ -597,6 +634,7 @@ impl Coordinator {
         }
         if self.state.regions.contains_key(&region) {
             out.send(from, Msg::RegisterAck);
+            self.allocate_shard_homes_for_remember_entities();
         } else {
             self.persist(
                 CoordinatorEvent::ShardRegionRegistered { region },
@@ -723,6 +761,7 @@ impl Coordinator {
                 for (s, r) in allocated {
                     self.send_host_shard(s, r, out);
                 }
+                self.allocate_shard_homes_for_remember_entities();
             }
             Timer::DelayedShardRegionTerminated(r) => {
                 if self.state.regions.contains_key(&r) || self.state.proxies.contains(&r) {
