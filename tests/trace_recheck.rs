@@ -56,7 +56,11 @@ fn every_scenario_rechecks_to_the_live_verdict() {
                     // Long schedules (Akka's specs, the swarms) with fewer seeds: every line
                     // of a full trace is re-parsed, and the test has a time budget.
                     let p = path.to_string_lossy();
-                    let n = if p.contains("/specs/") || p.contains("swarm") { 8 } else { 30 };
+                    let n = if p.contains("/specs/") || p.contains("swarm") {
+                        8
+                    } else {
+                        30
+                    };
                     live_and_file_agree(Scenario::load(path).unwrap(), 0..n);
                 }
             });

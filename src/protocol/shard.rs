@@ -794,9 +794,8 @@ impl Shard {
                 LocalDelay::Message,
             );
         }
-        if waiting.is_empty()
-            && !(self.cfg.options.handoff_counts_remembered_entities && !self.entities.is_empty())
-        {
+        let pre_fix_b13 = self.cfg.options.handoff_counts_remembered_entities;
+        if waiting.is_empty() && (!pre_fix_b13 || self.entities.is_empty()) {
             out.send(from, Msg::ShardStopped { shard: self.id });
             self.stop_self(out);
             return;

@@ -200,38 +200,6 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
     (plan, profile)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::FaultSpec;
-
-    #[test]
-    fn plan_puts_explicit_faults_first_and_materialises_to_itself() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sim-scenarios/faults/swarm-auto-down.toml");
-        let mut sc = Scenario::load(&path).unwrap();
-        for seed in 0..20 {
-            let p = plan(&sc, seed);
-            assert!(p.profile.is_some());
-            assert!(p.faults.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
-            // An explicit fault at the time of the first drawn one fires before it.
-            let Some(first) = p.faults.first().cloned() else {
-                continue;
-            };
-            sc.faults = vec![FaultSpec::new(first.at_ms, FaultKind::JournalFailing)];
-            let q = plan(&sc, seed);
-            assert_eq!(q.faults[0].fault, Fault::JournalFailing);
-            assert_eq!(q.faults[1..], p.faults[..]);
-            // The shrinker's materialised scenario runs the same plan, swarm off.
-            let m = crate::shrink::materialise(&sc, seed);
-            let r = plan(&m, seed);
-            assert_eq!(r.profile, None);
-            assert_eq!(r.faults, q.faults);
-            sc.faults.clear();
-        }
-    }
-}
-
 /// With `swarm.entity-knobs`, the scenario seed `seed` runs: the entity-layer knobs drawn for
 /// it (see [`crate::scenario::SwarmSpec::entity_knobs`]) and their one-line description. `None`
 /// when the swarm or the knobs are off. Drawn from a stream of its own, so the fault plan of a
@@ -268,4 +236,36 @@ pub fn with_entity_knobs(sc: &Scenario, seed: u64) -> Option<(Scenario, String)>
     out.entities.stop_ms = [lo, hi];
     desc.push(format!("stop {lo}-{hi} ms"));
     Some((out, format!("entities: {}", desc.join(", "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::FaultSpec;
+
+    #[test]
+    fn plan_puts_explicit_faults_first_and_materialises_to_itself() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/faults/swarm-auto-down.toml");
+        let mut sc = Scenario::load(&path).unwrap();
+        for seed in 0..20 {
+            let p = plan(&sc, seed);
+            assert!(p.profile.is_some());
+            assert!(p.faults.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+            // An explicit fault at the time of the first drawn one fires before it.
+            let Some(first) = p.faults.first().cloned() else {
+                continue;
+            };
+            sc.faults = vec![FaultSpec::new(first.at_ms, FaultKind::JournalFailing)];
+            let q = plan(&sc, seed);
+            assert_eq!(q.faults[0].fault, Fault::JournalFailing);
+            assert_eq!(q.faults[1..], p.faults[..]);
+            // The shrinker's materialised scenario runs the same plan, swarm off.
+            let m = crate::shrink::materialise(&sc, seed);
+            let r = plan(&m, seed);
+            assert_eq!(r.profile, None);
+            assert_eq!(r.faults, q.faults);
+            sc.faults.clear();
+        }
+    }
 }
