@@ -43,7 +43,7 @@ fn live_and_file_agree(sc: Scenario, seeds: std::ops::Range<u64>) -> usize {
     violations
 }
 
-/// Every scenario under sim-scenarios/, 30 seeds each (8 for the long ones), on two threads
+/// Every scenario under sim-scenarios/, 20 seeds each (5 for the long ones), on two threads
 /// (the files split between them).
 #[test]
 fn every_scenario_rechecks_to_the_live_verdict() {
