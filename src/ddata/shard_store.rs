@@ -137,6 +137,16 @@ pub struct RememberStores {
 const MAX_UPDATE_ATTEMPTS: u32 = 3;
 const MAX_READ_ATTEMPTS: u32 = 15;
 
+/// The store gave up (it stops): the Shard's death watch of it.
+fn stopped_reply(p: &Pending) -> StoreOutput {
+    StoreOutput::Reply(StoreReply {
+        shard: p.shard,
+        uid: p.uid,
+        instance: p.instance,
+        kind: StoreReplyKind::StoreStopped,
+    })
+}
+
 impl RememberStores {
     /// Stores in front of `replicator`.
     pub fn new(replicator: Replicator, settings: StoreSettings) -> Self {
@@ -341,12 +351,7 @@ impl RememberStores {
                 }
                 // "giving up after retrying": the store stops, the Shard throws.
                 store.state = State::Stopped;
-                return out.push(StoreOutput::Reply(StoreReply {
-                    shard: p.shard,
-                    uid: p.uid,
-                    instance: p.instance,
-                    kind: StoreReplyKind::StoreStopped,
-                }));
+                return out.push(stopped_reply(&p));
             }
         }
         self.maybe_loaded(p.shard, out);
@@ -407,21 +412,11 @@ impl RememberStores {
                     return self.update(now, p, op, out);
                 }
                 store.state = State::Stopped;
-                return out.push(StoreOutput::Reply(StoreReply {
-                    shard: p.shard,
-                    uid: p.uid,
-                    instance: p.instance,
-                    kind: StoreReplyKind::StoreStopped,
-                }));
+                return out.push(stopped_reply(&p));
             }
             UpdateResult::ModifyFailure => {
                 store.state = State::Stopped;
-                return out.push(StoreOutput::Reply(StoreReply {
-                    shard: p.shard,
-                    uid: p.uid,
-                    instance: p.instance,
-                    kind: StoreReplyKind::StoreStopped,
-                }));
+                return out.push(stopped_reply(&p));
             }
         }
         self.maybe_written(p.shard, out);

@@ -294,18 +294,9 @@ impl Region {
         let shard = self.extractor.shard_id(entity);
         match self.region_by_shard.get(&shard).copied() {
             Some(r) if r == self.me => match self.get_shard(shard, out) {
-                Some(uid) => out.local(
-                    Local::ToShard {
-                        shard,
-                        uid,
-                        msg: ShardMsg::StartEntity {
-                            entity,
-                            starter,
-                            for_shard,
-                        },
-                    },
-                    LocalDelay::Message,
-                ),
+                Some(uid) => {
+                    Self::start_entity_local(shard, uid, (entity, starter, for_shard), out)
+                }
                 None if self.hosting => {
                     let q = self.starting_starts.entry(shard).or_default();
                     if !q.contains(&(entity, starter, for_shard)) {
@@ -330,6 +321,27 @@ impl Region {
                 }
             }
         }
+    }
+
+    /// `StartEntity` to the local Shard actor `uid` of `shard`.
+    fn start_entity_local(
+        shard: ShardId,
+        uid: u32,
+        (entity, starter, for_shard): (EntityId, RegionRef, ShardId),
+        out: &mut Outbox,
+    ) {
+        out.local(
+            Local::ToShard {
+                shard,
+                uid,
+                msg: ShardMsg::StartEntity {
+                    entity,
+                    starter,
+                    for_shard,
+                },
+            },
+            LocalDelay::Message,
+        );
     }
 
     /// `StartEntityAck(entity, shard)` for the starter of `for_shard`: done; acked by another
@@ -758,19 +770,8 @@ impl Region {
         // Unconditionally, as Akka's `initializeShard` does.
         self.deliver_buffer_locally(shard, out);
         if let Some(starts) = self.starting_starts.remove(&shard) {
-            for (entity, starter, for_shard) in starts {
-                out.local(
-                    Local::ToShard {
-                        shard,
-                        uid,
-                        msg: ShardMsg::StartEntity {
-                            entity,
-                            starter,
-                            for_shard,
-                        },
-                    },
-                    LocalDelay::Message,
-                );
+            for start in starts {
+                Self::start_entity_local(shard, uid, start, out);
             }
         }
     }

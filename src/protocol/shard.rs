@@ -1105,14 +1105,7 @@ impl Shard {
         self.cancel_timers(out);
         // What it stashed while initialising goes to dead letters with it.
         if let Phase::Initializing { stash, .. } = &mut self.phase {
-            for m in std::mem::take(stash) {
-                if let ShardMsg::User(env) = m {
-                    out.observe(Observation::Dropped {
-                        env,
-                        reason: DropReason::ShardGone,
-                    });
-                }
-            }
+            drop_stash(std::mem::take(stash), DropReason::ShardGone, out);
         }
         self.phase = Phase::Stopping;
         self.forget_actorless(DropReason::ShardBufferLost, out);
@@ -1314,17 +1307,19 @@ impl Shard {
             drop_all(b, DropReason::RegionRestart, out);
         }
         if let Phase::Initializing { stash, .. } | Phase::Restarting { stash } = &mut self.phase {
-            for m in std::mem::take(stash) {
-                if let ShardMsg::User(env) = m {
-                    out.observe(Observation::Dropped {
-                        env,
-                        reason: DropReason::RegionRestart,
-                    });
-                }
-            }
+            drop_stash(std::mem::take(stash), DropReason::RegionRestart, out);
         }
         self.buffered = 0;
         self.phase = Phase::Stopped;
+    }
+}
+
+/// Report every user message of a Shard's stash (its mailbox) dropped for `reason`.
+fn drop_stash(stash: Vec<ShardMsg>, reason: DropReason, out: &mut Outbox) {
+    for m in stash {
+        if let ShardMsg::User(env) = m {
+            out.observe(Observation::Dropped { env, reason });
+        }
     }
 }
 
