@@ -393,14 +393,19 @@ impl Membership {
         self.dirty = true;
     }
 
+    /// Move member `a` forward to `status`. Idempotent: a status it already has (or passed)
+    /// changes nothing, so the seen set is kept and convergence is not disturbed (Akka's
+    /// `joining` downs an old incarnation only `if (m.status != Down)`, ClusterDaemon.scala).
     fn set_status(&mut self, a: NodeAddr, status: MemberStatus, reason: Option<String>) {
-        if let Some(m) = self.gossip.members.get_mut(&a) {
-            if status > m.status {
-                m.status = status;
-                if status == MemberStatus::Down && m.down_reason.is_none() {
-                    m.down_reason = reason;
-                }
-            }
+        let Some(m) = self.gossip.members.get_mut(&a) else {
+            return;
+        };
+        if status <= m.status {
+            return;
+        }
+        m.status = status;
+        if status == MemberStatus::Down && m.down_reason.is_none() {
+            m.down_reason = reason;
         }
         self.gossip.prune();
         self.touch();
