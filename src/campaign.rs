@@ -98,6 +98,10 @@ impl Failure {
 pub struct Summary {
     /// Scenario name.
     pub scenario: String,
+    /// Which behaviour ran: Akka's, or which fix options, pre-fix behaviours or mutation
+    /// the scenario switched on (`ProtocolOptions::behaviour`).
+    #[serde(default)]
+    pub behaviour: String,
     /// First seed.
     pub seed_start: u64,
     /// Number of schedules.
@@ -283,6 +287,7 @@ fn fuzz_impl(
     let stop = first_fail.into_inner();
     let mut summary = Summary {
         scenario: sc.name.clone(),
+        behaviour: sc.options.behaviour(),
         seed_start,
         schedules: if stop == u64::MAX {
             schedules
@@ -512,6 +517,17 @@ pub fn merge(inputs: &[(PathBuf, Summary)]) -> Result<Summary, InputError> {
         });
     };
     for (p, s) in inputs {
+        if s.behaviour != first.behaviour {
+            return Err(InputError {
+                files: vec![first_path.clone(), p.clone()],
+                line: None,
+                field: Some("behaviour".into()),
+                message: format!(
+                    "summaries of different behaviours (`{}` and `{}`)",
+                    first.behaviour, s.behaviour
+                ),
+            });
+        }
         if s.scenario != first.scenario {
             return Err(InputError {
                 files: vec![first_path.clone(), p.clone()],
@@ -545,6 +561,7 @@ pub fn merge(inputs: &[(PathBuf, Summary)]) -> Result<Summary, InputError> {
     }
     let mut out = Summary {
         scenario: first.scenario.clone(),
+        behaviour: first.behaviour.clone(),
         seed_start: order[0].1.seed_start,
         ..Summary::default()
     };

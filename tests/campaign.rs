@@ -239,7 +239,7 @@ fn cli_merge_rejects_overlaps_other_scenarios_and_bad_files() {
         b.to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("slice-b.json:4: field `schedules`"), "{err}");
+    assert!(err.contains("slice-b.json:5: field `schedules`"), "{err}");
     // Adjacent ranges merge.
     write_summary(&b, "fast-reorder", 200, 50);
     let (code, so, err) = shardsim(&[

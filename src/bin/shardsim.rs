@@ -210,6 +210,7 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
     let (r, tracer) = campaign::run_seed(&sc, seed, TraceMode::Full);
     let s = &r.stats;
     println!("scenario {} seed {seed}: simulated {}", sc.name, r.end);
+    println!("behaviour: {}", sc.options.behaviour());
     println!(
         "events {}  messages {}  sends {}  deliveries {}  drops {}  rebalances {} ({} done)  entity starts {}",
         s.events, s.messages, s.sends, s.deliveries, s.drops, s.rebalances, s.rebalances_done, s.entity_starts
@@ -320,6 +321,7 @@ fn cmd_fuzz(
         ran as f64 / secs,
         sum.totals.events as f64 / secs / 1e6
     );
+    println!("behaviour: {}", sum.behaviour);
     let t = &sum.totals;
     println!(
         "totals: events {}  sends {}  deliveries {}  drops {}  rebalances {}",

@@ -744,6 +744,16 @@ impl Coordinator {
                 out.set_timer(Timer::RebalanceTick, self.settings.rebalance_interval());
             }
             Timer::ResendShardHost(shard) => {
+                // Akka (SC:957-961) resends while the shard is allocated to the region, which
+                // includes a hand-off in progress and the write of its deallocation: the
+                // stale-host-shard-resend hazard. The fix option skips the resend while the
+                // shard is in `rebalanceInProgress`; if the hand-off fails the shard stays with
+                // a region that has it (or answered ShardStopped), so nothing is lost.
+                if self.options.host_shard_resend_skips_handoff
+                    && self.rebalance_in_progress.contains_key(&shard)
+                {
+                    return;
+                }
                 if let Some(region) = self.state.shards.get(&shard).copied() {
                     self.send_host_shard(shard, region, out);
                 }

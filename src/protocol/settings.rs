@@ -168,6 +168,13 @@ pub struct ProtocolOptions {
     /// (`BeginHandOffAckRelay`), so the coordinator sends HandOff only after every message
     /// forwarded before the ack reached the owner. Off = Akka.
     pub handoff_ack_via_owner: bool,
+    /// Fix for the stale `HostShard` resend found by the remember-entities swarm campaigns
+    /// (hazards/stale-host-shard-resend.toml): the coordinator's `ResendShardHost` timer does
+    /// not resend `HostShard` for a shard that is being handed off. Akka resends whenever the
+    /// shard is still allocated to the region (SC:957-961), which it is until the hand-off
+    /// ends; the region then marks itself the shard's home again (SR:891-908) and hosts the
+    /// shard after it moved. Off = Akka.
+    pub host_shard_resend_skips_handoff: bool,
     /// Akka before 2.4.1 (akka#18945, §12 B1): a region answers `HandOff` for a Shard that has
     /// not sent `ShardInitialized` yet with `ShardStopped` at once, and the Shard keeps running.
     /// Off = Akka's fix (the starting Shard gets the `HandOff`).
@@ -209,4 +216,79 @@ pub struct ProtocolOptions {
     pub handoff_counts_remembered_entities: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
+}
+
+/// The options that are this project's fixes for hazards Akka still has; every other option
+/// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
+const FIX_OPTIONS: [&str; 2] = ["handoff-ack-via-owner", "host-shard-resend-skips-handoff"];
+
+impl ProtocolOptions {
+    /// What a campaign ran, in one line: "Akka's behaviour" when every option is at its
+    /// default, else the fix options switched on, the pre-fix behaviours selected and the
+    /// mutation, by their scenario-file names.
+    pub fn behaviour(&self) -> String {
+        let (Ok(serde_json::Value::Object(mine)), Ok(serde_json::Value::Object(default))) = (
+            serde_json::to_value(self),
+            serde_json::to_value(ProtocolOptions::default()),
+        ) else {
+            return "unknown".into();
+        };
+        let (mut fixes, mut pre_fix, mut mutation) = (Vec::new(), Vec::new(), None);
+        for (k, v) in &mine {
+            if default.get(k) == Some(v) {
+                continue;
+            }
+            if k == "mutation" {
+                mutation = Some(v.as_str().unwrap_or("?").to_string());
+            } else if FIX_OPTIONS.contains(&k.as_str()) {
+                fixes.push(k.as_str());
+            } else {
+                pre_fix.push(k.as_str());
+            }
+        }
+        let mut parts = Vec::new();
+        if !fixes.is_empty() {
+            parts.push(format!("fix options on: {}", fixes.join(", ")));
+        }
+        if !pre_fix.is_empty() {
+            parts.push(format!("pre-fix behaviour: {}", pre_fix.join(", ")));
+        }
+        if let Some(m) = mutation {
+            parts.push(format!("deliberately broken: mutation {m}"));
+        }
+        if parts.is_empty() {
+            "Akka's behaviour (every option at its default)".into()
+        } else {
+            format!("Akka's behaviour except {}", parts.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod behaviour_tests {
+    use super::*;
+
+    #[test]
+    fn behaviour_names_fixes_pre_fixes_and_mutations() {
+        assert_eq!(
+            ProtocolOptions::default().behaviour(),
+            "Akka's behaviour (every option at its default)"
+        );
+        let o = ProtocolOptions {
+            handoff_ack_via_owner: true,
+            host_shard_acked_while_stopping: true,
+            mutation: Mutation::BufferDuplicate,
+            ..Default::default()
+        };
+        assert_eq!(
+            o.behaviour(),
+            "Akka's behaviour except fix options on: handoff-ack-via-owner; pre-fix behaviour: \
+             host-shard-acked-while-stopping; deliberately broken: mutation buffer-duplicate"
+        );
+        // Every fix option is a real option name.
+        let names = serde_json::to_value(ProtocolOptions::default()).expect("serialises");
+        for f in FIX_OPTIONS {
+            assert!(names.get(f).is_some(), "{f}");
+        }
+    }
 }
