@@ -352,6 +352,9 @@ pub struct Node {
     hosting: bool,
     cfg: Arc<NodeConfig>,
     stopped: bool,
+    /// Coordinated shutdown runs (a graceful leave): the region shuts down first, then the
+    /// node leaves the cluster (§5.5, the phase order of Akka's `reference.conf`).
+    leaving: bool,
     region: Option<Region>,
     coordinator: Option<Coordinator>,
     /// Counts coordinator instances on this node; journal acknowledgements carry it.
@@ -380,6 +383,7 @@ impl Node {
             me,
             hosting,
             stopped: false,
+            leaving: false,
             region: Some(Region::new(
                 RegionRef {
                     node: me.node,
@@ -494,7 +498,7 @@ impl Node {
                 }
             }
             NodeInput::Down(target) => self.membership_input(now, MInput::DownCommand(target), out),
-            NodeInput::Leave => self.membership_input(now, MInput::Leave, out),
+            NodeInput::Leave => self.coordinated_shutdown(now, out),
             NodeInput::Local(msg) => {
                 let protocol = msg.user_message().is_none();
                 self.in_region(now, out, protocol, |r, o| r.local(now, msg, o))
@@ -676,6 +680,10 @@ impl Node {
                     Role::Region => {
                         self.region = None;
                         out.output(NodeOutput::RegionStopped { reason });
+                        if self.leaving {
+                            // Phase `cluster-leave` follows `cluster-sharding-shutdown-region`.
+                            self.membership_input(now, MInput::Leave, out);
+                        }
                     }
                 },
             }
@@ -691,6 +699,22 @@ impl Node {
             _ => 0,
         };
         out.observe(obs, incarnation);
+    }
+
+    /// `CoordinatedShutdown` for a graceful leave (Akka `reference.conf` phases): first
+    /// `cluster-sharding-shutdown-region` (the region's `GracefulShutdown`, which hands off
+    /// its shards and stops, or gives up after the phase timeout), then `cluster-leave`
+    /// (Leaving), then exiting and removal by the leader.
+    fn coordinated_shutdown(&mut self, now: Instant, out: &mut impl NodeHost) {
+        if self.leaving {
+            return;
+        }
+        self.leaving = true;
+        if self.region.is_some() {
+            self.in_region(now, out, true, |r, o| r.graceful_shutdown(o));
+        } else {
+            self.membership_input(now, MInput::Leave, out);
+        }
     }
 
     fn membership_input(&mut self, now: Instant, input: MInput, out: &mut impl NodeHost) {

@@ -139,6 +139,9 @@ pub enum Timer {
     /// Region: the remember-entities starter resends `StartEntity` for the entities of this
     /// shard not yet acknowledged (`retry-interval`, §2.6).
     StarterRetry(ShardId),
+    /// Region: a graceful shutdown gives up and the region stops with what it still has
+    /// (`GracefulShutdownTimeout`, SR:1026-1033).
+    GracefulShutdownTimeout,
     /// Coordinator: when a journal write that has not been acknowledged counts as failed
     /// (the journal plugin's call-timeout); the coordinator then stops and its back-off
     /// supervisor restarts it (`coordinator-failure-backoff`).
@@ -184,7 +187,8 @@ impl Timer {
             | Timer::RegisterRetry
             | Timer::Shard { .. }
             | Timer::RestartShard(_)
-            | Timer::StarterRetry(_) => Role::Region,
+            | Timer::StarterRetry(_)
+            | Timer::GracefulShutdownTimeout => Role::Region,
             _ => Role::Coordinator,
         }
     }
@@ -231,6 +235,8 @@ pub enum StopReason {
     Crashed,
     /// Its Shard failed and restarted (Akka's restart stops every child first).
     ShardRestart,
+    /// Its region stopped with it still running: a graceful shutdown that timed out.
+    RegionStopped,
 }
 
 /// Why a user message was dropped.
@@ -264,6 +270,9 @@ pub enum DropReason {
     /// Buffered in a Shard (for a passivating, restarting or remembering entity) when the
     /// Shard failed and restarted: the old instance's buffers die with it.
     ShardRestart,
+    /// Buffered in a region, or in a Shard of it, when the region stopped after its graceful
+    /// shutdown timed out (SR:1026-1033).
+    RegionStopped,
 }
 
 /// Facts for checkers and the trace. Protocol code never reads them back.

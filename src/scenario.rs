@@ -438,7 +438,7 @@ impl Scenario {
 
     /// Parse and validate scenario text; `path` is used in errors only.
     pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-        let sc: Scenario = toml::from_str(text).map_err(|e| {
+        let mut sc: Scenario = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
             let message = e.message().trim().to_string();
             let field = field_from_message(&message)
@@ -450,6 +450,7 @@ impl Scenario {
                 message,
             }
         })?;
+        sc.membership.resolve_defaults();
         sc.validate().map_err(|(field, message)| ScenarioError {
             file: path.to_path_buf(),
             line: line_of_field(text, &field),
@@ -787,6 +788,25 @@ mod tests {
 
     fn parse(t: &str) -> Result<Scenario, ScenarioError> {
         Scenario::parse(t, Path::new("x.toml"))
+    }
+
+    #[test]
+    fn a_downing_block_that_omits_keys_takes_akkas_defaults() {
+        use crate::membership::{DowningProvider, SbrStrategy};
+        let sbr = |stable, margin| DowningProvider::SplitBrainResolver {
+            strategy: SbrStrategy::KeepMajority,
+            stable_after_ms: stable,
+            down_removal_margin_ms: margin,
+        };
+        let head = "name = \"a\"\n[cluster]\nnodes = 2\n[membership.downing]\n\
+                    provider = \"split-brain-resolver\"\nstrategy = \"keep-majority\"\n";
+        let s = parse(head).unwrap();
+        assert_eq!(s.membership.downing, sbr(20_000, 20_000));
+        // The margin follows stable-after unless it is given.
+        let s = parse(&format!("{head}stable-after-ms = 7000\n")).unwrap();
+        assert_eq!(s.membership.downing, sbr(7_000, 7_000));
+        let s = parse(&format!("{head}down-removal-margin-ms = 0\n")).unwrap();
+        assert_eq!(s.membership.downing, sbr(20_000, 0));
     }
 
     #[test]

@@ -388,6 +388,9 @@ fn msg_json(m: &Msg, v: &mut serde_json::Map<String, Value>) {
         Msg::RegisterProxy { proxy } => {
             v.insert("region".into(), json!(proxy.node.0));
         }
+        Msg::GracefulShutdownReq { region } | Msg::RegionStopped { region } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
         Msg::BeginHandOffAck { region, .. } | Msg::BeginHandOffAckRelay { region, .. } => {
             v.insert("region".into(), json!(region.node.0));
         }
@@ -560,6 +563,7 @@ impl TraceEvent {
                     Timer::PersistTimeout => ("PersistTimeout", None),
                     Timer::RestartShard(s) => ("RestartShard", Some(*s)),
                     Timer::StarterRetry(s) => ("RememberEntityStarterRetry", Some(*s)),
+                    Timer::GracefulShutdownTimeout => ("GracefulShutdownTimeout", None),
                     Timer::Shard { shard, kind, .. } => (
                         match kind {
                             ShardTimer::HandOffStopTimeout => "HandOffStopTimeout",

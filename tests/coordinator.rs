@@ -897,3 +897,102 @@ fn persist_sets_a_call_timeout_and_a_timed_out_write_stops_the_coordinator() {
     c.handle(Instant(10_000_001), Input::Persisted, &mut out);
     assert!(out.0.is_empty());
 }
+
+// ---- graceful shutdown of a region (§4.4, §5.5) ----
+
+/// A holds shards 1 and 2, B holds 3, 4 and 5: A is the least loaded region.
+fn a_least_loaded() -> Vec<CoordinatorEvent> {
+    vec![
+        registered(A),
+        registered(B),
+        allocated(1, A),
+        allocated(2, A),
+        allocated(3, B),
+        allocated(4, B),
+        allocated(5, B),
+    ]
+}
+
+#[test]
+fn graceful_shutdown_req_hands_off_every_shard_of_the_region_once() {
+    let mut t = T::active(&a_least_loaded());
+    let out = t.from(A, Msg::GracefulShutdownReq { region: reg(A) });
+    assert_eq!(
+        out,
+        vec![
+            O::Obs(Observation::RebalanceStarted {
+                shard: shard(1),
+                from: reg(A),
+            }),
+            send(A, Msg::BeginHandOff { shard: shard(1) }),
+            send(B, Msg::BeginHandOff { shard: shard(1) }),
+            O::Set(Timer::HandOffTimeout(shard(1)), ms(60_000)),
+            O::Obs(Observation::RebalanceStarted {
+                shard: shard(2),
+                from: reg(A),
+            }),
+            send(A, Msg::BeginHandOff { shard: shard(2) }),
+            send(B, Msg::BeginHandOff { shard: shard(2) }),
+            O::Set(Timer::HandOffTimeout(shard(2)), ms(60_000)),
+        ]
+    );
+    // The region repeats its request on every Retry tick: nothing new starts.
+    assert_eq!(
+        t.from(A, Msg::GracefulShutdownReq { region: reg(A) }),
+        vec![]
+    );
+}
+
+#[test]
+fn no_shard_is_allocated_to_a_region_shutting_down() {
+    let mut t = T::active(&a_least_loaded());
+    t.from(A, Msg::GracefulShutdownReq { region: reg(A) });
+    // A is the least loaded, but it is shutting down: shard 6 goes to B.
+    let out = t.get_home(A, 6);
+    assert_eq!(out, vec![O::Persist(allocated(6, B))]);
+}
+
+#[test]
+fn graceful_shutdown_req_of_an_unknown_region_is_ignored() {
+    let mut t = T::active(&a_least_loaded());
+    assert_eq!(
+        t.from(P, Msg::GracefulShutdownReq { region: reg(P) }),
+        vec![]
+    );
+    // A proxy-like unknown region is not excluded from anything: A still gets shard 6.
+    assert_eq!(t.get_home(A, 6), vec![O::Persist(allocated(6, A))]);
+}
+
+#[test]
+fn region_stopped_is_the_regions_termination_at_once() {
+    let mut t = T::active(&a_least_loaded());
+    let out = t.from(A, Msg::RegionStopped { region: reg(A) });
+    assert_eq!(
+        out,
+        vec![O::Persist(CoordinatorEvent::ShardRegionTerminated {
+            region: reg(A)
+        })]
+    );
+}
+
+#[test]
+fn a_failed_graceful_hand_off_makes_the_region_eligible_again() {
+    // SC:1066-1070: a hand-off of a shutting-down region's shard timed out: the region
+    // counts as alive again and retries its shutdown later.
+    let mut t = T::active(&a_least_loaded());
+    t.from(A, Msg::GracefulShutdownReq { region: reg(A) });
+    t.h(Input::Timeout(Timer::HandOffTimeout(shard(1))));
+    assert_eq!(t.get_home(B, 6), vec![O::Persist(allocated(6, A))]);
+    t.persisted();
+    // ... and its next request starts the hand-offs not in progress again (1 and 6; 2 is
+    // still being handed off).
+    let out = t.from(A, Msg::GracefulShutdownReq { region: reg(A) });
+    let started: Vec<ShardId> = out
+        .iter()
+        .filter_map(|o| match o {
+            O::Obs(Observation::RebalanceStarted { shard, .. }) => Some(*shard),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![shard(1), shard(6)], "{out:?}");
+}

@@ -1296,3 +1296,132 @@ fn mutation_buffer_duplicate_delivers_the_first_twice() {
         ]
     );
 }
+
+// ---- graceful shutdown (§5.5, SR:1002-1033, 1171-1175) ----
+
+fn graceful(t: &mut T) -> Vec<O> {
+    let mut got = t.run(|r, _, out| r.graceful_shutdown(out));
+    got.retain(|o| !matches!(o, O::Local(_)));
+    got.extend(t.pump());
+    got
+}
+
+fn region_stops(reason: &'static str) -> Vec<O> {
+    vec![
+        O::Cancel(Timer::RegionRetry),
+        O::Cancel(Timer::RegisterRetry),
+        O::Cancel(Timer::GracefulShutdownTimeout),
+        send(coord(0), Msg::RegionStopped { region: reg(1) }),
+        O::Stop(reason),
+    ]
+}
+
+#[test]
+fn graceful_shutdown_without_shards_stops_at_once_and_tells_the_coordinator() {
+    let mut t = T::new(1).registered();
+    let mut want = vec![
+        O::Set(Timer::GracefulShutdownTimeout, ms(9_000)),
+        send(coord(0), Msg::GracefulShutdownReq { region: reg(1) }),
+    ];
+    want.extend(region_stops("graceful shutdown complete"));
+    assert_eq!(graceful(&mut t), want);
+    assert!(t.r.is_stopped());
+}
+
+#[test]
+fn graceful_shutdown_completes_when_the_last_shard_is_handed_off() {
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    assert_eq!(
+        graceful(&mut t),
+        vec![
+            O::Set(Timer::GracefulShutdownTimeout, ms(9_000)),
+            send(coord(0), Msg::GracefulShutdownReq { region: reg(1) }),
+        ]
+    );
+    assert!(t.r.shutting_down() && !t.r.is_stopped());
+    // The coordinator hands the shard off; the region keeps working meanwhile.
+    t.from(coord(0), Msg::BeginHandOff { shard: shard(1) });
+    let out = t.from(coord(0), Msg::HandOff { shard: shard(1) });
+    let tail = out[out.len() - 5..].to_vec();
+    assert_eq!(tail, region_stops("graceful shutdown complete"), "{out:?}");
+    assert!(out.contains(&send(coord(0), Msg::ShardStopped { shard: shard(1) })));
+    assert!(t.r.is_stopped());
+}
+
+#[test]
+fn host_shard_while_shutting_down_is_ignored_and_the_request_repeated() {
+    // PR akka#29707 (§12 B16): the coordinator missed the request; tell it again.
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    graceful(&mut t);
+    assert_eq!(
+        t.from(coord(0), Msg::HostShard { shard: shard(2) }),
+        vec![send(coord(0), Msg::GracefulShutdownReq { region: reg(1) })]
+    );
+    assert!(t.slot(2).is_none());
+    // Pre-fix: the region hosts it and acknowledges, so it cannot finish shutting down.
+    let opts = ProtocolOptions {
+        host_shard_accepted_while_shutting_down: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = T::with(1, true, quiet(), opts).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    graceful(&mut t);
+    let out = t.from(coord(0), Msg::HostShard { shard: shard(2) });
+    assert!(out.contains(&send(coord(0), Msg::ShardStarted { shard: shard(2) })));
+}
+
+#[test]
+fn retry_tick_resends_the_request_to_the_candidates_even_without_a_coordinator() {
+    // The fix of akka#26214 (§12 B15): to the coordinator selection on every Retry tick.
+    let mut t = T::new(1);
+    t.h(Input::MembersChanged(vec![
+        member(0, 1, MemberStatus::Up, true),
+        member(1, 2, MemberStatus::Up, true),
+    ]));
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    graceful(&mut t);
+    assert_eq!(t.r.coordinator(), None);
+    let out = t.h(Input::Timeout(Timer::RegionRetry));
+    assert!(
+        out.contains(&send(coord(0), Msg::GracefulShutdownReq { region: reg(1) })),
+        "{out:?}"
+    );
+    // Pre-fix: only to a coordinator it knows, so nothing goes out here.
+    let opts = ProtocolOptions {
+        graceful_shutdown_req_not_retried: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = T::with(1, true, quiet(), opts);
+    t.h(Input::MembersChanged(vec![
+        member(0, 1, MemberStatus::Up, true),
+        member(1, 2, MemberStatus::Up, true),
+    ]));
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    graceful(&mut t);
+    let out = t.h(Input::Timeout(Timer::RegionRetry));
+    assert!(
+        !out.iter()
+            .any(|o| matches!(o, O::Send(_, Msg::GracefulShutdownReq { .. }))),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn graceful_shutdown_timeout_stops_the_region_with_what_is_left() {
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    t.req(env(1, 2, 1)); // shard 2: no home yet, buffered
+    graceful(&mut t);
+    let out = t.h(Input::Timeout(Timer::GracefulShutdownTimeout));
+    assert!(
+        out.contains(&stopped(4, StopReason::RegionStopped, 0)),
+        "{out:?}"
+    );
+    assert!(out.contains(&dropped(env(1, 2, 1), DropReason::RegionStopped)));
+    assert_eq!(out.last(), Some(&O::Stop("graceful shutdown timed out")));
+    assert!(t.r.is_stopped());
+}

@@ -29,7 +29,7 @@ fn seed_cap(path: &Path) -> u64 {
         150
     } else if p.ends_with("specs/remember-entities-store-failure-eventsourced.toml") {
         u64::MAX // its Akka stall shows in 2 seeds of 1,000
-    } else if p.contains("/specs/") {
+    } else if p.contains("/specs/") || p.contains("rolling-update") {
         300
     } else if p.contains("hazards/remember-")
         || p.contains("hazards/restart-")
@@ -117,6 +117,8 @@ scenario_tests! {
     hazard_stale_host_shard_resend => "sim-scenarios/hazards/stale-host-shard-resend.toml",
     hazard_stale_host_shard_resend_fixed => "sim-scenarios/hazards/stale-host-shard-resend-fixed.toml",
     hazard_restart_before_terminated_fixed => "sim-scenarios/hazards/restart-before-terminated-fixed.toml",
+    spec_graceful_shutdown => "sim-scenarios/specs/graceful-shutdown.toml",
+    spec_graceful_shutdown_oldest => "sim-scenarios/specs/graceful-shutdown-oldest.toml",
     spec_remember_entities_failover_new_cluster_ddata => "sim-scenarios/specs/remember-entities-failover-new-cluster-ddata.toml",
     spec_remember_entities_failover_new_cluster_eventsourced => "sim-scenarios/specs/remember-entities-failover-new-cluster-eventsourced.toml",
     spec_remember_entities_store_failure_eventsourced => "sim-scenarios/specs/remember-entities-store-failure-eventsourced.toml",
@@ -142,6 +144,8 @@ scenario_tests! {
     coordinator_node_downed => "sim-scenarios/faults/coordinator-node-downed.toml",
     non_coordinator_node_downed => "sim-scenarios/faults/non-coordinator-node-downed.toml",
     two_oldest_leave => "sim-scenarios/faults/two-oldest-leave.toml",
+    rolling_update_oldest_first => "sim-scenarios/faults/rolling-update-oldest-first.toml",
+    rolling_update_youngest_first => "sim-scenarios/faults/rolling-update-youngest-first.toml",
     crash_failover => "sim-scenarios/faults/crash-failover.toml",
     coordinator_crash_recovery => "sim-scenarios/faults/coordinator-crash-recovery.toml",
     journal_blackhole => "sim-scenarios/faults/journal-blackhole.toml",

@@ -43,7 +43,7 @@ fn live_and_file_agree(sc: Scenario, seeds: std::ops::Range<u64>) -> usize {
     violations
 }
 
-/// Every scenario under sim-scenarios/, 20 seeds each (5 for the long ones), on two threads
+/// Every scenario under sim-scenarios/, 12 seeds each (4 for the long ones), on two threads
 /// (the files split between them).
 #[test]
 fn every_scenario_rechecks_to_the_live_verdict() {
@@ -57,9 +57,9 @@ fn every_scenario_rechecks_to_the_live_verdict() {
                     // of a full trace is re-parsed, and the test has a time budget.
                     let p = path.to_string_lossy();
                     let n = if p.contains("/specs/") || p.contains("swarm") {
-                        8
+                        4
                     } else {
-                        30
+                        12
                     };
                     live_and_file_agree(Scenario::load(path).unwrap(), 0..n);
                 }

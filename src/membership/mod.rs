@@ -102,12 +102,28 @@ pub enum DowningProvider {
         /// The strategy.
         #[serde(flatten)]
         strategy: SbrStrategy,
-        /// How long reachability must be unchanged before deciding (`stable-after`).
+        /// How long reachability must be unchanged before deciding (`stable-after`, 20 s).
+        #[serde(default = "default_stable_after_ms")]
         stable_after_ms: u64,
         /// How long the surviving side waits before removing downed members
-        /// (`down-removal-margin`).
+        /// (`down-removal-margin`; Akka's SBR uses `stable-after` when it is off, and so does
+        /// a scenario that omits it: see [`MembershipConfig::resolve_defaults`]).
+        #[serde(default = "margin_of_stable_after")]
         down_removal_margin_ms: u64,
     },
+}
+
+/// Akka's `split-brain-resolver.stable-after`.
+fn default_stable_after_ms() -> u64 {
+    20_000
+}
+
+/// Marks an omitted `down-removal-margin-ms` until [`MembershipConfig::resolve_defaults`]
+/// replaces it with `stable-after-ms`.
+const MARGIN_OF_STABLE_AFTER: u64 = u64::MAX;
+
+fn margin_of_stable_after() -> u64 {
+    MARGIN_OF_STABLE_AFTER
 }
 
 /// Membership settings; defaults are Akka's.
@@ -122,6 +138,24 @@ pub struct MembershipConfig {
     pub gossip_interval_ms: u64,
     /// The downing provider.
     pub downing: DowningProvider,
+}
+
+impl MembershipConfig {
+    /// Fill in the defaults that depend on another key: an omitted split-brain resolver
+    /// `down-removal-margin-ms` is its `stable-after-ms` (Akka's `downRemovalMargin` of the
+    /// SBR provider, SplitBrainResolverProvider.scala). Call once after deserializing.
+    pub fn resolve_defaults(&mut self) {
+        if let DowningProvider::SplitBrainResolver {
+            stable_after_ms,
+            down_removal_margin_ms,
+            ..
+        } = &mut self.downing
+        {
+            if *down_removal_margin_ms == MARGIN_OF_STABLE_AFTER {
+                *down_removal_margin_ms = *stable_after_ms;
+            }
+        }
+    }
 }
 
 impl Default for MembershipConfig {

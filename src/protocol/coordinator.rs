@@ -156,6 +156,9 @@ pub struct Coordinator {
     stash: VecDeque<Input>,
     /// Regions whose termination is being processed (`regionTerminationInProgress`, §3.5).
     termination_in_progress: BTreeSet<RegionRef>,
+    /// `gracefulShutdownInProgress` (§4.4): regions handing off all their shards; no shard is
+    /// allocated to them.
+    graceful: BTreeSet<RegionRef>,
     /// The member view changed: look for terminated regions once not persisting.
     members_dirty: bool,
     stopped: bool,
@@ -207,6 +210,7 @@ impl Coordinator {
             persisting: None,
             stash: VecDeque::new(),
             termination_in_progress: BTreeSet::new(),
+            graceful: BTreeSet::new(),
             members_dirty: false,
             stopped: false,
         })
@@ -543,6 +547,7 @@ impl Coordinator {
             }
             AfterPersist::RegionTerminated { region } => {
                 self.alive_regions.remove(&region);
+                self.graceful.remove(&region);
                 self.termination_in_progress.remove(&region);
                 self.allocate_shard_homes_for_remember_entities();
             }
@@ -571,6 +576,13 @@ impl Coordinator {
                 self.on_begin_hand_off_ack(shard, region, out)
             }
             Msg::ShardStopped { shard } => self.on_shard_stopped(from, shard, out),
+            Msg::GracefulShutdownReq { region } => self.on_graceful_shutdown_req(region, out),
+            // SC:1321-1323 (akka#30402): the region's postStop; its termination at once.
+            Msg::RegionStopped { region } => {
+                if !self.termination_in_progress.contains(&region) {
+                    self.region_terminated(region, out);
+                }
+            }
             // Messages for a region that reached the coordinator are dead letters.
             Msg::User(_)
             | Msg::RegisterAck
@@ -582,6 +594,25 @@ impl Coordinator {
             | Msg::StartEntityAck { .. }
             | Msg::CoordinatorTerminated
             | Msg::HandOff { .. } => {}
+        }
+    }
+
+    /// `GracefulShutdownReq` (§4.4, SC:1078-1101): once per shutdown, a hand-off (a
+    /// RebalanceWorker with `isRebalance = false`) for every shard of the region; an unknown
+    /// region is only logged.
+    fn on_graceful_shutdown_req(&mut self, region: RegionRef, out: &mut Outbox) {
+        if self.graceful.contains(&region) {
+            return;
+        }
+        let Some(shards) = self.state.regions.get(&region) else {
+            return;
+        };
+        let shards: Vec<ShardId> = shards.to_vec();
+        self.graceful.insert(region);
+        for shard in shards {
+            if !self.rebalance_in_progress.contains_key(&shard) {
+                self.start_hand_off(shard, region, out);
+            }
         }
     }
 
@@ -636,6 +667,7 @@ impl Coordinator {
             out.send(from, Msg::RegisterAck);
             self.allocate_shard_homes_for_remember_entities();
         } else {
+            self.graceful.remove(&region);
             self.persist(
                 CoordinatorEvent::ShardRegionRegistered { region },
                 AfterPersist::RegisterAck { to: from },
@@ -702,6 +734,8 @@ impl Coordinator {
             entries.retain(|e| !self.termination_in_progress.contains(&e.region));
             // akka#29131
         }
+        // SC:920: `(state.regions -- gracefulShutdownInProgress) -- regionTerminationInProgress`.
+        entries.retain(|e| !self.graceful.contains(&e.region));
         if entries.is_empty() {
             return;
         }
@@ -783,6 +817,7 @@ impl Coordinator {
             Timer::PersistTimeout
             | Timer::RestartShard(_)
             | Timer::StarterRetry(_)
+            | Timer::GracefulShutdownTimeout
             | Timer::RegionRetry
             | Timer::RegisterRetry
             | Timer::Shard { .. } => {}
@@ -883,6 +918,11 @@ impl Coordinator {
             );
         } else {
             // Timeout (or the region is gone): the shard stays where it was; release requests.
+            // A region shutting down counts as alive again and retries its shutdown later
+            // (SC:1066-1070).
+            if let Some(r) = self.state.shards.get(&shard) {
+                self.graceful.remove(r);
+            }
             self.clear_rebalance_in_progress(shard);
         }
     }

@@ -100,6 +100,18 @@ pub enum Msg {
         /// The shard whose starter asks.
         for_shard: ShardId,
     },
+    /// region → coordinator candidates: hand off all my shards, I am shutting down
+    /// gracefully (§4.4, §5.5; retried on every Retry tick, the fix of §12 B15).
+    GracefulShutdownReq {
+        /// The region.
+        region: RegionRef,
+    },
+    /// region → coordinator, from the region's `postStop`: it stopped; the coordinator
+    /// handles it as the region's termination at once (akka#30402, SR:697-703).
+    RegionStopped {
+        /// The region.
+        region: RegionRef,
+    },
     /// `StartEntityAck(id, shardId)`: the entity runs in `shard`.
     StartEntityAck {
         /// The entity.
@@ -131,6 +143,8 @@ impl Msg {
             Msg::CoordinatorTerminated => "CoordinatorTerminated",
             Msg::StartEntity { .. } => "StartEntity",
             Msg::StartEntityAck { .. } => "StartEntityAck",
+            Msg::GracefulShutdownReq { .. } => "GracefulShutdownReq",
+            Msg::RegionStopped { .. } => "RegionStopped",
         }
     }
 

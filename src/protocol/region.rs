@@ -16,7 +16,7 @@ use crate::protocol::shard::Shard;
 use crate::protocol::shard_map::ShardMap;
 use crate::protocol::{
     Addr, DropReason, Envelope, Input, Local, LocalDelay, Member, MemberStatus, Msg, Observation,
-    Outbox, RoleBreach, ShardMsg, StopReason, StoreReply, Timer,
+    Outbox, Output, RoleBreach, ShardMsg, StopReason, StoreReply, Timer,
 };
 use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -76,6 +76,11 @@ pub struct Region {
     /// `StartEntity` for a local Shard that is still starting: buffered with the shard's
     /// messages in Akka (SR:1381) and delivered on `ShardInitialized` (SR:1275-1279).
     starting_starts: BTreeMap<ShardId, Vec<(EntityId, RegionRef, ShardId)>>,
+    /// `gracefulShutdownInProgress` (§5.5): set by [`Region::graceful_shutdown`]; the region
+    /// stops once it has no Shard and no buffer.
+    graceful: bool,
+    /// The region has stopped (its node still runs until it leaves the cluster).
+    stopped: bool,
 }
 
 impl Region {
@@ -99,7 +104,93 @@ impl Region {
             starter: BTreeMap::new(),
             moved: BTreeMap::new(),
             starting_starts: BTreeMap::new(),
+            graceful: false,
+            stopped: false,
         }
+    }
+
+    /// `ShardRegion.GracefulShutdown` (§5.5, SR:1002-1024), sent by coordinated shutdown's
+    /// `cluster-sharding-shutdown-region` phase on a graceful leave: ask the coordinator to
+    /// hand off every shard of this region, and stop once none is left, or after
+    /// `GracefulShutdownTimeout` with what is left. The region keeps routing meanwhile.
+    pub fn graceful_shutdown(&mut self, out: &mut Outbox) {
+        if self.graceful || self.stopped {
+            return;
+        }
+        self.graceful = true;
+        out.set_timer(
+            Timer::GracefulShutdownTimeout,
+            self.cfg.settings.graceful_shutdown_timeout(),
+        );
+        self.send_graceful_shutdown_req(out);
+        self.try_complete_graceful_shutdown(out);
+    }
+
+    /// Whether a graceful shutdown is in progress.
+    pub fn shutting_down(&self) -> bool {
+        self.graceful
+    }
+
+    /// Whether the region has stopped (a graceful shutdown ended).
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// `sendGracefulShutdownToCoordinatorIfInProgress` (SR:1452-1458): to every coordinator
+    /// candidate, as `Register` goes, so a request made while the coordinator moves reaches
+    /// the new one on a later Retry tick (the fix of §12 B15). Pre-fix: only to a coordinator
+    /// the region knows.
+    fn send_graceful_shutdown_req(&mut self, out: &mut Outbox) {
+        if !self.graceful {
+            return;
+        }
+        let msg = Msg::GracefulShutdownReq { region: self.me };
+        if self.cfg.options.graceful_shutdown_req_not_retried {
+            if let Some(c) = self.coordinator {
+                out.send(c, msg);
+            }
+            return;
+        }
+        for m in &self.members_by_age {
+            out.send(Addr::coordinator(m.region()), msg);
+            if m.status == MemberStatus::Up {
+                break;
+            }
+        }
+    }
+
+    /// `tryCompleteGracefulShutdownIfInProgress` (SR:1171-1175).
+    fn try_complete_graceful_shutdown(&mut self, out: &mut Outbox) {
+        if self.graceful && self.shards.is_empty() && self.buffers.is_empty() {
+            self.stop(out, "graceful shutdown complete");
+        }
+    }
+
+    /// `context.stop(self)`: every Shard and entity stops with the region, what is buffered
+    /// is lost, and `postStop` tells the coordinator `RegionStopped` (akka#30402).
+    fn stop(&mut self, out: &mut Outbox, reason: &'static str) {
+        if self.stopped {
+            return;
+        }
+        let shards: Vec<ShardId> = self.shards.keys().collect();
+        for sh in shards {
+            self.kill_shard(sh, StopReason::RegionStopped, out);
+        }
+        let shards: Vec<ShardId> = self.buffers.keys().collect();
+        for sh in shards {
+            self.drop_buffer(sh, DropReason::RegionStopped, out);
+        }
+        for shard in std::mem::take(&mut self.starter).into_keys() {
+            out.cancel_timer(Timer::StarterRetry(shard));
+        }
+        out.cancel_timer(Timer::RegionRetry);
+        out.cancel_timer(Timer::RegisterRetry);
+        out.cancel_timer(Timer::GracefulShutdownTimeout);
+        if let Some(c) = self.coordinator {
+            out.send(c, Msg::RegionStopped { region: self.me });
+        }
+        self.stopped = true;
+        out.0.push(Output::Stop { reason });
     }
 
     /// Start the fixed-delay Retry tick (SR:966).
@@ -123,6 +214,11 @@ impl Region {
             }
             Input::Timeout(Timer::RestartShard(shard)) => self.on_restart_shard(shard, out),
             Input::Timeout(Timer::StarterRetry(shard)) => self.on_starter_retry(shard, out),
+            Input::Timeout(Timer::GracefulShutdownTimeout) => {
+                // SR:1026-1033: "Graceful shutdown of shard region timed out, region will be
+                // stopped."
+                self.stop(out, "graceful shutdown timed out")
+            }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
             Input::Persisted => {}
@@ -639,7 +735,9 @@ impl Region {
             | Msg::GetShardHome { .. }
             | Msg::ShardStarted { .. }
             | Msg::BeginHandOffAck { .. }
-            | Msg::ShardStopped { .. } => {}
+            | Msg::ShardStopped { .. }
+            | Msg::GracefulShutdownReq { .. }
+            | Msg::RegionStopped { .. } => {}
         }
     }
 
@@ -798,6 +896,7 @@ impl Region {
                 out.send(coordinator, Msg::ShardStarted { shard });
             }
         }
+        self.try_complete_graceful_shutdown(out); // SR:1101
     }
 
     /// Kill a Shard with everything in it (the region restarts).
@@ -855,6 +954,11 @@ impl Region {
         if !self.hosting {
             // Akka: IllegalStateException in a proxy; the coordinator never allocates to one.
             return;
+        }
+        if self.graceful && !self.cfg.options.host_shard_accepted_while_shutting_down {
+            // SR:891-899 (PR akka#29707, §12 B16): the coordinator missed our request (it
+            // moved); tell it again at once instead of hosting the shard.
+            return self.send_graceful_shutdown_req(out);
         }
         self.region_by_shard.insert(shard, self.me);
         if let Some(slot) = self.shards.get_mut(&shard) {
@@ -951,13 +1055,16 @@ impl Region {
     }
 
     fn on_retry(&mut self, out: &mut Outbox) {
-        // SR:966-984
+        // SR:966-994
         if self.coordinator.is_none() {
             self.register(out);
         } else {
             self.request_shard_buffer_homes(out);
         }
         out.set_timer(Timer::RegionRetry, self.cfg.settings.retry_interval());
+        // "eventually, also re-trigger a graceful shutdown if one is in progress"
+        self.send_graceful_shutdown_req(out);
+        self.try_complete_graceful_shutdown(out);
     }
 
     fn on_register_retry(&mut self, out: &mut Outbox) {

@@ -59,6 +59,10 @@ pub struct Settings {
     /// `waiting-for-state-timeout` (2 s): a Shard whose remembered entities did not load by
     /// then stops (§6.1).
     pub waiting_for_state_timeout_ms: u64,
+    /// `akka.coordinated-shutdown.phases.cluster-sharding-shutdown-region.timeout` (10 s): on
+    /// a graceful leave the region hands off its shards first; it gives up and stops
+    /// `GracefulShutdownTimeout` = this − 1 s after it began (SR:1008-1018, §5.5).
+    pub shutdown_region_timeout_ms: u64,
 }
 
 /// Where remembered entities are stored (`remember-entities-store`, §6.4).
@@ -94,6 +98,7 @@ impl Default for Settings {
             shard_failure_backoff_ms: 10_000,
             updating_state_timeout_ms: 5_000,
             waiting_for_state_timeout_ms: 2_000,
+            shutdown_region_timeout_ms: 10_000,
         }
     }
 }
@@ -102,6 +107,10 @@ impl Settings {
     /// `retry-interval`.
     pub fn retry_interval(&self) -> Duration {
         Duration::from_millis(self.retry_interval_ms)
+    }
+    /// `GracefulShutdownTimeout`: the coordinated-shutdown phase's timeout − 1 s (SR:1013).
+    pub fn graceful_shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_region_timeout_ms.saturating_sub(1_000).max(1))
     }
     /// `handoff-timeout`.
     pub fn handoff_timeout(&self) -> Duration {
@@ -214,6 +223,15 @@ pub struct ProtocolOptions {
     /// live actor, so a Shard with none running starts a HandOffStopper with an empty set that
     /// never answers: the Shard stays handing off for good. Off = the fix (live actors).
     pub handoff_counts_remembered_entities: bool,
+    /// Akka before 2.5.20 (akka#26214, §12 B15): a region shutting down resends
+    /// `GracefulShutdownReq` on its Retry tick only to a coordinator it knows, so a request
+    /// sent while the coordinator moved is never repeated and the shutdown times out. Off =
+    /// the fix (to the coordinator candidates on every tick).
+    pub graceful_shutdown_req_not_retried: bool,
+    /// Akka before 2.6.10 (PR akka#29707, §12 B16): a region shutting down still accepts
+    /// `HostShard` and starts the shard, so its shutdown never completes. Off = the fix (it
+    /// ignores `HostShard` and resends `GracefulShutdownReq`).
+    pub host_shard_accepted_while_shutting_down: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
