@@ -30,11 +30,18 @@ use crate::protocol::{
     StopReason, StoreReply, StoreRequest, Timer,
 };
 use crate::time::{Duration, Instant};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Akka's `seed-node-timeout` (5 s).
 pub const SEED_NODE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// ClusterSingletonManager `hand-over-retry-interval` (1 s).
+pub const HAND_OVER_RETRY: Duration = Duration::from_secs(1);
+
+/// Coordinated shutdown's `cluster-exiting` phase timeout (10 s): how long an Exiting node
+/// waits for the singleton hand-over.
+pub const EXITING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every node of a run shares.
 pub struct NodeConfig {
@@ -61,6 +68,11 @@ pub enum NodeTimer {
     JoinCheck,
     /// A timer of the node's Distributed Data replicator.
     Repl(ReplTimer),
+    /// The singleton manager resends `HandOverToMe` (`hand-over-retry-interval`, 1 s).
+    HandOverRetry,
+    /// Coordinated shutdown's `cluster-exiting` phase gives up waiting for the singleton
+    /// hand-over (10 s).
+    ExitingTimeout,
 }
 
 /// Everything a node can be told. Exactly one per `handle` call.
@@ -355,6 +367,16 @@ pub struct Node {
     /// Coordinated shutdown runs (a graceful leave): the region shuts down first, then the
     /// node leaves the cluster (§5.5, the phase order of Akka's `reference.conf`).
     leaving: bool,
+    /// The membership said this node is Exiting: the `cluster-exiting` phase waits for the
+    /// singleton hand-over before `ExitingCompleted`.
+    exiting: bool,
+    /// ClusterSingletonManager `HandingOver`: the new oldest asked for the coordinator; it
+    /// gets `HandOverDone` once the coordinator here has stopped.
+    handing_over_to: Option<Addr>,
+    /// ClusterSingletonManager `BecomingOldest`: the previous oldest members (Exiting) asked
+    /// with `HandOverToMe`, and those that answered `HandOverDone`.
+    hand_over_from: BTreeSet<NodeAddr>,
+    hand_over_done: BTreeSet<NodeAddr>,
     region: Option<Region>,
     coordinator: Option<Coordinator>,
     /// Counts coordinator instances on this node; journal acknowledgements carry it.
@@ -384,6 +406,10 @@ impl Node {
             hosting,
             stopped: false,
             leaving: false,
+            exiting: false,
+            handing_over_to: None,
+            hand_over_from: BTreeSet::new(),
+            hand_over_done: BTreeSet::new(),
             region: Some(Region::new(
                 RegionRef {
                     node: me.node,
@@ -417,6 +443,7 @@ impl Node {
         match role {
             Role::Region => self.region.is_some(),
             Role::Coordinator => self.coordinator.is_some(),
+            Role::SingletonManager => self.hosting,
         }
     }
 
@@ -480,6 +507,7 @@ impl Node {
             }
             NodeInput::Deliver { from, role, msg } => match role {
                 Role::Region => self.deliver(now, from, msg, out),
+                Role::SingletonManager => self.singleton_msg(now, from, msg, out),
                 Role::Coordinator => self.coordinator_input(now, Input::Deliver { from, msg }, out),
             },
             NodeInput::Request(env) => self.request(now, env, out),
@@ -622,7 +650,11 @@ impl Node {
             NodeTimer::SingletonCheck => return self.singleton_check(now, out),
             // Answered by the host with NodeInput::JoinCheck.
             NodeTimer::JoinCheck => return,
-            NodeTimer::Role(_) | NodeTimer::Membership(_) | NodeTimer::Repl(_) => {}
+            NodeTimer::Role(_)
+            | NodeTimer::Membership(_)
+            | NodeTimer::Repl(_)
+            | NodeTimer::HandOverRetry
+            | NodeTimer::ExitingTimeout => {}
         }
         if self.timers.get(&timer) != Some(&gen) {
             return; // cancelled or replaced
@@ -632,13 +664,23 @@ impl Node {
             NodeTimer::Role(t) => {
                 out.output(NodeOutput::TimerFired(t));
                 match t.role() {
-                    Role::Region => self.region_input(now, Input::Timeout(t), out),
+                    Role::Region | Role::SingletonManager => {
+                        self.region_input(now, Input::Timeout(t), out)
+                    }
                     Role::Coordinator => self.coordinator_input(now, Input::Timeout(t), out),
                 }
             }
             NodeTimer::Membership(t) => self.membership_input(now, MInput::Timeout(t), out),
             NodeTimer::Repl(t) => {
                 self.store_input(now, StoreInput::Replicator(ReplInput::Timeout(t)), out)
+            }
+            NodeTimer::HandOverRetry => self.ask_hand_over(now, out),
+            NodeTimer::ExitingTimeout => {
+                // `cluster-exiting` timed out: stop the singleton here and go on.
+                if self.exiting {
+                    self.stop_coordinator(now, "exiting: hand-over timed out", out);
+                    self.exiting_completed(now, out);
+                }
             }
             NodeTimer::SingletonCheck | NodeTimer::JoinCheck => {}
         }
@@ -676,7 +718,12 @@ impl Node {
                 Output::Store(req) => out.output(NodeOutput::Store(req)),
                 Output::Observe(obs) => self.observe(obs, out),
                 Output::Stop { reason } => match role {
-                    Role::Coordinator => self.stop_coordinator(now, reason, out),
+                    Role::Coordinator | Role::SingletonManager => {
+                        self.stop_coordinator(now, reason, out);
+                        if self.handing_over_to.is_some() {
+                            self.finish_hand_over(now, out);
+                        }
+                    }
                     Role::Region => {
                         self.region = None;
                         out.output(NodeOutput::RegionStopped { reason });
@@ -734,6 +781,7 @@ impl Node {
                 }
                 MOutput::MembersChanged(members) => self.on_view(now, members, out),
                 MOutput::Shutdown { reason } => self.shutdown(reason, out),
+                MOutput::SelfExiting => self.self_exiting(now, out),
                 MOutput::Observe(ev) => out.output(NodeOutput::Cluster(ev)),
             }
         }
@@ -864,11 +912,15 @@ impl Node {
         self.singleton_check(now, out);
     }
 
-    /// ClusterSingletonManager, from this node's own view: the coordinator runs here while this
-    /// node is the oldest Up hosting member and no older hosting member is still in the view
-    /// (an older Leaving/Exiting/Down member must be removed first: take-over, not hand-over).
+    /// ClusterSingletonManager, from this node's own view. The oldest is the oldest hosting
+    /// member that is Up or Leaving, or Down but not yet removed (Akka's `OldestChangedBuffer`
+    /// drops a member when it is Exiting or removed; a Down one leaves only on removal, then
+    /// the new oldest takes over). The coordinator runs here while this node is that oldest
+    /// (and, for a start, Up). When the members older than this node are all Exiting, they
+    /// hand the singleton over: this node asks the previous oldest with `HandOverToMe` and
+    /// starts the coordinator when it has answered `HandOverDone` (or has been removed).
     fn singleton_check(&mut self, now: Instant, out: &mut impl NodeHost) {
-        if !self.hosting {
+        if !self.hosting || self.stopped {
             return;
         }
         let (node, inc) = (self.me.node, self.me.inc);
@@ -877,14 +929,52 @@ impl Node {
             .iter()
             .find(|m| m.node == node && m.inc == inc)
             .copied();
-        let should_run = me.is_some_and(|me| {
-            me.status == MemberStatus::Up
-                && !self.view.iter().any(|m| {
-                    m.hosting && (m.node, m.inc) != (node, inc) && m.up_number < me.up_number
-                })
-        });
-        if self.coordinator.is_some() && !should_run {
-            self.stop_coordinator(now, "no longer the oldest member (hand-over)", out);
+        let Some(me) = me else {
+            if self.coordinator.is_some() {
+                self.stop_coordinator(now, "no longer a member", out);
+            }
+            return;
+        };
+        let older: Vec<Member> = self
+            .view
+            .iter()
+            .filter(|m| m.hosting && (m.node, m.inc) != (node, inc) && m.up_number < me.up_number)
+            .copied()
+            .collect();
+        let oldest = older.iter().all(|m| m.status == MemberStatus::Exiting);
+        if self.coordinator.is_some() {
+            // The running coordinator stays through Leaving and Exiting until it is handed
+            // over; a member older than this one (a view that merged) stops it.
+            if !oldest {
+                self.stop_coordinator(now, "no longer the oldest member", out);
+            }
+            return;
+        }
+        if self.exiting || self.leaving {
+            return; // a leaving node does not become the oldest
+        }
+        // The previous oldest, if it is still Exiting and has not handed over yet: Akka asks
+        // `previousOldest.head`, the member that was the oldest before this one; an older
+        // member that never was (it left together with the oldest) ignores `HandOverToMe` and
+        // is waited out by its removal.
+        let previous = older
+            .iter()
+            .filter(|m| m.status == MemberStatus::Exiting)
+            .min_by_key(|m| (m.up_number, m.node))
+            .map(|m| NodeAddr {
+                node: m.node,
+                inc: m.inc,
+            });
+        self.hand_over_from = previous
+            .filter(|a| !self.hand_over_done.contains(a))
+            .into_iter()
+            .collect();
+        let should_run = oldest && me.status == MemberStatus::Up && self.hand_over_from.is_empty();
+        if oldest && me.status == MemberStatus::Up && !self.hand_over_from.is_empty() {
+            // BecomingOldest: ask the previous oldest for the singleton.
+            if !self.timers.contains_key(&NodeTimer::HandOverRetry) {
+                self.ask_hand_over(now, out);
+            }
             return;
         }
         if self.coordinator.is_some() || !should_run {
@@ -940,6 +1030,104 @@ impl Node {
                 self.recovery_failed(now, e.0, out);
             }
         }
+    }
+
+    /// `HandOverToMe` to every previous oldest that has not answered, then again after
+    /// `hand-over-retry-interval` while this node is still becoming the oldest.
+    fn ask_hand_over(&mut self, _now: Instant, out: &mut impl NodeHost) {
+        if self.hand_over_from.is_empty() || self.coordinator.is_some() || self.stopped {
+            return;
+        }
+        for p in self.hand_over_from.clone() {
+            out.output(NodeOutput::Send {
+                from: Role::SingletonManager,
+                to: Addr {
+                    node: p.node,
+                    inc: p.inc,
+                    role: Role::SingletonManager,
+                },
+                msg: Msg::HandOverToMe,
+            });
+        }
+        self.set_timer(NodeTimer::HandOverRetry, HAND_OVER_RETRY, out);
+    }
+
+    /// A message between singleton managers (ClusterSingletonManager `Oldest`/`WasOldest`/
+    /// `HandingOver` and `BecomingOldest`).
+    fn singleton_msg(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut impl NodeHost) {
+        let peer = NodeAddr {
+            node: from.node,
+            inc: from.inc,
+        };
+        match msg {
+            Msg::HandOverToMe => {
+                if self.handing_over_to.is_some() {
+                    // HandingOver: a retry.
+                    out.output(NodeOutput::Send {
+                        from: Role::SingletonManager,
+                        to: from,
+                        msg: Msg::HandOverInProgress,
+                    });
+                    return;
+                }
+                self.handing_over_to = Some(from);
+                // `gotoHandingOver`: the coordinator gets its termination message, `Terminate`,
+                // which waits behind a write in flight and what was stashed before it (the fix
+                // of §12 B5); its stop then completes the hand-over (`apply`). Pre-fix: a
+                // `PoisonPill`, the coordinator stops at once.
+                if self.coordinator.is_none()
+                    || self.cfg.region.options.coordinator_stops_during_write
+                {
+                    self.finish_hand_over(now, out);
+                } else {
+                    self.coordinator_input(now, Input::Terminate, out);
+                }
+            }
+            Msg::HandOverInProgress => {}
+            Msg::HandOverDone if self.hand_over_from.contains(&peer) => {
+                self.hand_over_done.insert(peer);
+                self.singleton_check(now, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// The coordinator here has stopped (or never ran): `HandOverDone` to the new oldest,
+    /// then, if this node is Exiting, the `cluster-exiting` phase is done.
+    fn finish_hand_over(&mut self, now: Instant, out: &mut impl NodeHost) {
+        let Some(to) = self.handing_over_to else {
+            return;
+        };
+        self.stop_coordinator(now, "handed over to the new oldest", out);
+        out.output(NodeOutput::Send {
+            from: Role::SingletonManager,
+            to,
+            msg: Msg::HandOverDone,
+        });
+        if self.exiting {
+            self.exiting_completed(now, out);
+        }
+    }
+
+    /// The membership says this node is Exiting: coordinated shutdown's `cluster-exiting`
+    /// phase. With the coordinator here it waits for the new oldest's `HandOverToMe` (up to
+    /// the phase timeout, 10 s); otherwise it is done at once.
+    fn self_exiting(&mut self, now: Instant, out: &mut impl NodeHost) {
+        self.exiting = true;
+        match (self.coordinator.is_some(), self.handing_over_to.is_some()) {
+            // Oldest: wait for the new oldest's HandOverToMe.
+            (true, false) => self.set_timer(NodeTimer::ExitingTimeout, EXITING_TIMEOUT, out),
+            // Handing over, its write still in flight: `finish_hand_over` completes.
+            (true, true) => {}
+            // No singleton here, or it was handed over already.
+            (false, _) => self.exiting_completed(now, out),
+        }
+    }
+
+    /// `cluster-exiting-done`: confirm to the leader, and stop.
+    fn exiting_completed(&mut self, now: Instant, out: &mut impl NodeHost) {
+        self.timers.remove(&NodeTimer::ExitingTimeout);
+        self.membership_input(now, MInput::ExitingCompleted, out);
     }
 
     fn recovery_failed(&mut self, now: Instant, reason: String, out: &mut impl NodeHost) {

@@ -29,6 +29,9 @@ pub enum Role {
     Region,
     /// The ShardCoordinator singleton, when it runs on that node.
     Coordinator,
+    /// The node's ClusterSingletonManager (hosting nodes): the hand-over of the coordinator
+    /// between the leaving oldest and the new oldest.
+    SingletonManager,
 }
 
 /// Where a message is addressed: a node incarnation and the role on it. A message for an
@@ -212,6 +215,10 @@ pub enum Input {
     MembersChanged(Vec<Member>),
     /// The coordinator's last [`Output::Persist`] is durable.
     Persisted,
+    /// Coordinator: the singleton manager hands it over (`ShardCoordinator.Internal.Terminate`,
+    /// §4.5): stop, after the write in flight and what was stashed before it (the fix of
+    /// §12 B5); answered with [`Output::Stop`].
+    Terminate,
 }
 
 /// Why an entity stopped.

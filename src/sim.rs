@@ -745,7 +745,7 @@ impl World {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
-                to_coordinator: to.role == Role::Coordinator,
+                actor: to.role,
                 msg,
             });
         }

@@ -3,7 +3,9 @@
 //! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
 
 use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
-use crate::protocol::{CoordinatorEvent, DropReason, Member, Msg, ShardTimer, StopReason, Timer};
+use crate::protocol::{
+    CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
+};
 use crate::time::Instant;
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
@@ -104,8 +106,8 @@ pub enum TraceEvent {
         from: NodeId,
         /// Receiving node.
         to: NodeId,
-        /// `true`: to the coordinator; `false`: to the region.
-        to_coordinator: bool,
+        /// The receiving actor.
+        actor: Role,
         /// The message.
         msg: Msg,
     },
@@ -528,17 +530,17 @@ impl TraceEvent {
             TraceEvent::Msg {
                 from,
                 to,
-                to_coordinator,
+                actor,
                 msg,
             } => {
                 put("from", json!(from.0));
                 put("to", json!(to.0));
                 put(
                     "actor",
-                    json!(if *to_coordinator {
-                        "coordinator"
-                    } else {
-                        "region"
+                    json!(match actor {
+                        Role::Coordinator => "coordinator",
+                        Role::Region => "region",
+                        Role::SingletonManager => "singleton",
                     }),
                 );
                 msg_json(msg, &mut v);

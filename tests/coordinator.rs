@@ -996,3 +996,40 @@ fn a_failed_graceful_hand_off_makes_the_region_eligible_again() {
         .collect();
     assert_eq!(started, vec![shard(1), shard(6)], "{out:?}");
 }
+
+// ---- singleton hand-over: Terminate (§4.5, the fix of §12 B5) ----
+
+#[test]
+fn terminate_stops_at_once_when_no_write_is_in_flight() {
+    let mut t = T::active(&a_least_loaded());
+    assert_eq!(
+        t.h(Input::Terminate),
+        vec![O::Stop("handed over to the new oldest (Terminate)")]
+    );
+    // Stopped: nothing more is handled.
+    assert_eq!(t.get_home(A, 6), vec![]);
+}
+
+#[test]
+fn terminate_waits_behind_the_write_in_flight_and_what_was_stashed_before_it() {
+    let mut t = T::active(&a_least_loaded());
+    // Shard 6 is being allocated (a write in flight); a request for shard 7 is stashed, then
+    // Terminate, then a request for shard 8.
+    assert_eq!(t.get_home(B, 6), vec![O::Persist(allocated(6, A))]);
+    assert_eq!(t.get_home(B, 7), vec![]);
+    assert_eq!(t.h(Input::Terminate), vec![]);
+    assert_eq!(t.get_home(B, 8), vec![]);
+    // The write completes: HostShard and ShardHome for 6; shard 7's request persists its
+    // allocation, and Terminate waits behind that write too.
+    let out = t.persisted();
+    assert!(out.contains(&home(B, 6, A)), "{out:?}");
+    assert_eq!(out.last(), Some(&O::Persist(allocated(7, A))), "{out:?}");
+    // Then Terminate: the coordinator stops; the request for 8, after it, is never handled.
+    let out = t.persisted();
+    assert!(out.contains(&home(B, 7, A)), "{out:?}");
+    assert_eq!(
+        out.last(),
+        Some(&O::Stop("handed over to the new oldest (Terminate)"))
+    );
+    assert!(!out.iter().any(|o| matches!(o, O::Persist(_))), "{out:?}");
+}

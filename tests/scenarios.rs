@@ -114,6 +114,8 @@ scenario_tests! {
     hazard_restart_timer_not_cancelled => "sim-scenarios/hazards/restart-timer-not-cancelled.toml",
     hazard_restart_timer_not_cancelled_fixed => "sim-scenarios/hazards/restart-timer-not-cancelled-fixed.toml",
     hazard_restart_before_terminated => "sim-scenarios/hazards/restart-before-terminated.toml",
+    hazard_coordinator_stop_during_write => "sim-scenarios/hazards/coordinator-stop-during-write.toml",
+    hazard_coordinator_stop_during_write_fixed => "sim-scenarios/hazards/coordinator-stop-during-write-fixed.toml",
     hazard_stale_host_shard_resend => "sim-scenarios/hazards/stale-host-shard-resend.toml",
     hazard_stale_host_shard_resend_fixed => "sim-scenarios/hazards/stale-host-shard-resend-fixed.toml",
     hazard_restart_before_terminated_fixed => "sim-scenarios/hazards/restart-before-terminated-fixed.toml",

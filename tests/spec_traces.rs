@@ -232,3 +232,78 @@ fn idle_strategy_passivates_unless_remembering() {
         assert_eq!(l.stops(StopReason::Forced), 0, "seed {seed}");
     }
 }
+
+/// ClusterShardingGracefulShutdownSpec (`graceful-shutdown.toml`, node 2 leaves at 15 s) and
+/// the Oldest variant (`graceful-shutdown-oldest.toml`, node 0 with the coordinator): the
+/// leaving node's region stops by completing its graceful shutdown before the node goes down,
+/// and none of its entities is killed by the stop (they all stopped by hand-off or on their
+/// own); with the oldest leaving, the coordinator is handed over (`HandOverDone`) and runs on
+/// the next oldest as the old node exits, instead of after its removal.
+#[test]
+fn graceful_leave_hands_everything_over() {
+    use shardsim::protocol::Msg;
+    for (file, leaver) in [
+        ("graceful-shutdown.toml", 2),
+        ("graceful-shutdown-oldest.toml", 0),
+    ] {
+        let sc = spec(file);
+        for seed in 0..SEEDS {
+            let (r, tracer) = run_seed(&sc, seed, TraceMode::Full);
+            assert!(
+                r.violation.is_none(),
+                "{file} seed {seed}: {:?}",
+                r.violation
+            );
+            let leaver = NodeId(leaver);
+            let (mut stopped_region, mut down, mut hand_over_done) = (None, None, None);
+            let mut new_coordinator = None;
+            for (t, ev) in tracer.events() {
+                match ev {
+                    TraceEvent::RegionStopped { node, reason } if *node == leaver => {
+                        assert_eq!(reason, "graceful shutdown complete", "{file} seed {seed}");
+                        stopped_region.get_or_insert(*t);
+                    }
+                    TraceEvent::NodeDown { node, reason, .. } if *node == leaver => {
+                        assert_eq!(reason, "left", "{file} seed {seed}");
+                        down.get_or_insert(*t);
+                    }
+                    TraceEvent::EntityStopped { node, reason, .. }
+                        if *node == leaver && down.is_none() =>
+                    {
+                        assert!(
+                            !matches!(reason, StopReason::NodeDown | StopReason::RegionStopped),
+                            "{file} seed {seed} at {t:?}: an entity was killed by the leave"
+                        );
+                    }
+                    TraceEvent::Msg {
+                        from,
+                        msg: Msg::HandOverDone,
+                        ..
+                    } if *from == leaver => {
+                        hand_over_done.get_or_insert(*t);
+                    }
+                    TraceEvent::CoordinatorStarted { node, .. }
+                        if *node != leaver && hand_over_done.is_some() =>
+                    {
+                        new_coordinator.get_or_insert((*t, *node));
+                    }
+                    _ => {}
+                }
+            }
+            let (stopped_region, down) = (stopped_region.unwrap(), down.unwrap());
+            assert!(stopped_region <= down, "{file} seed {seed}");
+            if leaver == NodeId(0) {
+                let done = hand_over_done.expect("the coordinator was handed over");
+                let (started, on) = new_coordinator.expect("a new coordinator");
+                assert_eq!(on, NodeId(1), "{file} seed {seed}: the next oldest");
+                // It starts on HandOverDone, within milliseconds of the old node's exit; a
+                // take-over would wait for the removal (a gossip round and more).
+                assert_eq!(started, done, "{file} seed {seed}");
+                assert!(
+                    started.0 - down.0 < 100_000,
+                    "{file} seed {seed}: {started:?} after {down:?}"
+                );
+            }
+        }
+    }
+}

@@ -60,6 +60,22 @@ impl Oracles {
                 event,
             } => {
                 let writer = (*node, *incarnation, *generation);
+                // A write that lands after its coordinator stopped, while another one runs
+                // (§12 B5: the stop overtook a write in flight; the running coordinator
+                // recovered without it).
+                let stopped = self.running.get(node) != Some(&(*incarnation, *generation));
+                if self.single_writer && stopped {
+                    if let Some((other, (oinc, _))) = self.running.iter().next() {
+                        return Some(Violation {
+                            invariant: Invariant::JournalSingleWriter,
+                            t,
+                            detail: format!(
+                                "coordinator on node {} (incarnation {incarnation}) wrote {event:?} after it stopped, while the coordinator on node {} (incarnation {oinc}) runs",
+                                node.0, other.0
+                            ),
+                        });
+                    }
+                }
                 let last = self.last_writer.replace(writer);
                 if let Some(last @ (ln, linc, lgen)) = last {
                     let still_running = self.running.get(&ln) == Some(&(linc, lgen));

@@ -191,6 +191,10 @@ pub enum MMsg {
         /// The sender's state (shared: a broadcast clones a pointer, not the maps).
         gossip: Arc<GossipState>,
     },
+    /// An Exiting member has finished its exiting tasks (coordinated shutdown's
+    /// `cluster-exiting`, the singleton hand-over): the leader may remove it (Akka's
+    /// `ExitingConfirmed`, ClusterDaemon.scala `receiveExitingConfirmed`).
+    ExitingConfirmed,
 }
 
 /// The membership timers of one node. Re-setting a timer replaces it.
@@ -225,6 +229,9 @@ pub enum MInput {
     Leave,
     /// The operator downs a member from this node.
     DownCommand(NodeAddr),
+    /// This Exiting node finished its exiting tasks (`ExitingCompleted`): confirm to the
+    /// other members and stop.
+    ExitingCompleted,
 }
 
 /// Something observable for the trace.
@@ -288,6 +295,9 @@ pub enum MOutput {
     CancelTimer(MTimer),
     /// The members (Removed excluded, oldest first) or a status changed.
     MembersChanged(Vec<Member>),
+    /// This node is Exiting: run the exiting tasks (the singleton hand-over), then answer
+    /// [`MInput::ExitingCompleted`]. Emitted once.
+    SelfExiting,
     /// This node must stop; emitted once, after which every input is ignored.
     Shutdown {
         /// `left`, `downed`, `removed`, `sbr: ...`, ...
@@ -315,6 +325,11 @@ pub struct Membership {
     /// The `rev` whose derived state (statuses, member list, monitoring, reachability
     /// bookkeeping, leader) `post` last brought up to date.
     post_rev: Option<u64>,
+    /// Exiting members that confirmed their exiting tasks are done (Akka's leader-local
+    /// `exitingConfirmed`): only those, or unreachable ones, are removed.
+    exiting_confirmed: BTreeSet<NodeAddr>,
+    /// `SelfExiting` was emitted.
+    exiting_announced: bool,
     /// This node's own reachability version counter.
     reach_version: u64,
     /// Failure detector: last heartbeat response per monitored member.
@@ -346,6 +361,8 @@ impl Membership {
             dirty: false,
             rev: 0,
             post_rev: None,
+            exiting_confirmed: BTreeSet::new(),
+            exiting_announced: false,
             reach_version: 0,
             last_heard: BTreeMap::new(),
             down_seen_at: BTreeMap::new(),
@@ -461,6 +478,27 @@ impl Membership {
                     Some(MemberStatus::Joining | MemberStatus::Up)
                 ) {
                     self.set_status(self.me, MemberStatus::Leaving, None);
+                }
+            }
+            MInput::ExitingCompleted => {
+                if self.status_of_self() == Some(MemberStatus::Exiting) {
+                    // `ExitingCompleted` → `ExitingConfirmed` to the other members (Akka sends
+                    // it to the leader and the other members that may become leader).
+                    for a in self.gossip.members.keys() {
+                        if *a != self.me && self.gossip.is_live(*a) {
+                            out.push(MOutput::Send {
+                                to: *a,
+                                msg: MMsg::ExitingConfirmed,
+                            });
+                        }
+                    }
+                    self.stopped = true;
+                    out.push(MOutput::CancelTimer(MTimer::GossipTick));
+                    out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
+                    out.push(MOutput::Shutdown {
+                        reason: "left".into(),
+                    });
+                    return;
                 }
             }
             MInput::DownCommand(a) => {
@@ -626,6 +664,11 @@ impl Membership {
                 }
             }
             MMsg::Join { hosting } => self.on_join(from, hosting, out),
+            // ClusterDaemon `receiveExitingConfirmed`: remembered even before this node
+            // has seen the sender Exiting.
+            MMsg::ExitingConfirmed => {
+                self.exiting_confirmed.insert(from);
+            }
             MMsg::Welcome { gossip } | MMsg::Gossip { gossip } => self.on_gossip(from, gossip, out),
         }
     }
@@ -821,7 +864,16 @@ impl Membership {
             let to = match m.status {
                 MemberStatus::Joining => MemberStatus::Up,
                 MemberStatus::Leaving => MemberStatus::Exiting,
-                MemberStatus::Exiting => MemberStatus::Removed,
+                // `removedExitingConfirmed` and `removedUnreachable` (ClusterDaemon
+                // `leaderActionsOnConvergence`): an Exiting member goes once it confirmed
+                // its exiting tasks, or once it is unreachable.
+                MemberStatus::Exiting
+                    if self.exiting_confirmed.contains(a)
+                        || self.gossip.unreachable().contains(a) =>
+                {
+                    MemberStatus::Removed
+                }
+                MemberStatus::Exiting => continue,
                 MemberStatus::Down => {
                     // Akka `down-removal-margin`: the surviving side waits before removal.
                     let since = self.down_seen_at.get(a).copied().unwrap_or(now);
@@ -928,7 +980,15 @@ impl Membership {
         let me = self.gossip.members.get(&self.me);
         let reason = match me.map(|m| (m.status, &m.down_reason)) {
             Some((MemberStatus::Down, r)) => Some(r.clone().unwrap_or_else(|| "downed".into())),
-            Some((MemberStatus::Exiting, _)) => Some("left".into()),
+            Some((MemberStatus::Exiting, _)) => {
+                // Coordinated shutdown's `cluster-exiting` phase runs first; the node stops
+                // on `ExitingCompleted`.
+                if !self.exiting_announced {
+                    self.exiting_announced = true;
+                    out.push(MOutput::SelfExiting);
+                }
+                None
+            }
             // Removed without a down reason only happens via Leaving → Exiting → Removed.
             Some((MemberStatus::Removed, r)) => Some(r.clone().unwrap_or_else(|| "left".into())),
             _ => None,

@@ -157,6 +157,8 @@ impl Sim {
             MOutput::Shutdown { reason } => {
                 self.stopped.insert(node, reason);
             }
+            // No singleton here: the exiting tasks are done at once.
+            MOutput::SelfExiting => self.input(self.now, node, MInput::ExitingCompleted),
             MOutput::Observe(e) => self.observed.push((self.now, node, e)),
         }
     }

@@ -243,7 +243,7 @@ impl Coordinator {
         }
         // unstashAll: stashed inputs and messages sent to self, in order, until the next persist.
         loop {
-            if self.persisting.is_some() {
+            if self.persisting.is_some() || self.stopped {
                 break;
             }
             if self.members_dirty {
@@ -267,6 +267,10 @@ impl Coordinator {
     /// The whole state.
     pub fn state(&self) -> &CoordinatorState {
         &self.state
+    }
+    /// Whether a write to the journal is in flight (inputs are stashed until it is durable).
+    pub fn persisting(&self) -> bool {
+        self.persisting.is_some()
     }
     /// Hand-offs in progress.
     pub fn handoffs(&self) -> &BTreeMap<ShardId, HandOff> {
@@ -411,6 +415,14 @@ impl Coordinator {
             Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
             Input::Timeout(t) => self.on_timeout(t, out),
             Input::Request(_) | Input::MembersChanged(_) | Input::Persisted => {}
+            Input::Terminate => {
+                // `terminate()` (SC:1180-1196): no local region is alive by now (coordinated
+                // shutdown stopped it first), so the coordinator stops.
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "handed over to the new oldest (Terminate)",
+                });
+            }
         }
     }
 
@@ -593,7 +605,10 @@ impl Coordinator {
             | Msg::StartEntity { .. }
             | Msg::StartEntityAck { .. }
             | Msg::CoordinatorTerminated
-            | Msg::HandOff { .. } => {}
+            | Msg::HandOff { .. }
+            | Msg::HandOverToMe
+            | Msg::HandOverInProgress
+            | Msg::HandOverDone => {}
         }
     }
 

@@ -100,6 +100,14 @@ pub enum Msg {
         /// The shard whose starter asks.
         for_shard: ShardId,
     },
+    /// New oldest → previous oldest's singleton manager: stop the singleton and tell me when
+    /// it has stopped (ClusterSingletonManager `HandOverToMe`, retried every
+    /// `hand-over-retry-interval`).
+    HandOverToMe,
+    /// Previous oldest → new oldest: the singleton is stopping (`HandOverInProgress`).
+    HandOverInProgress,
+    /// Previous oldest → new oldest: the singleton has stopped; start it (`HandOverDone`).
+    HandOverDone,
     /// region → coordinator candidates: hand off all my shards, I am shutting down
     /// gracefully (§4.4, §5.5; retried on every Retry tick, the fix of §12 B15).
     GracefulShutdownReq {
@@ -144,6 +152,9 @@ impl Msg {
             Msg::StartEntity { .. } => "StartEntity",
             Msg::StartEntityAck { .. } => "StartEntityAck",
             Msg::GracefulShutdownReq { .. } => "GracefulShutdownReq",
+            Msg::HandOverToMe => "HandOverToMe",
+            Msg::HandOverInProgress => "HandOverInProgress",
+            Msg::HandOverDone => "HandOverDone",
             Msg::RegionStopped { .. } => "RegionStopped",
         }
     }

@@ -221,7 +221,7 @@ impl Region {
             }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
-            Input::Persisted => {}
+            Input::Persisted | Input::Terminate => {}
         }
     }
 
@@ -737,7 +737,10 @@ impl Region {
             | Msg::BeginHandOffAck { .. }
             | Msg::ShardStopped { .. }
             | Msg::GracefulShutdownReq { .. }
-            | Msg::RegionStopped { .. } => {}
+            | Msg::RegionStopped { .. }
+            | Msg::HandOverToMe
+            | Msg::HandOverInProgress
+            | Msg::HandOverDone => {}
         }
     }
 

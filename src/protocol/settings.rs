@@ -232,6 +232,11 @@ pub struct ProtocolOptions {
     /// `HostShard` and starts the shard, so its shutdown never completes. Off = the fix (it
     /// ignores `HostShard` and resends `GracefulShutdownReq`).
     pub host_shard_accepted_while_shutting_down: bool,
+    /// Akka before akka#28093 was fixed (§12 B5): the singleton stops the coordinator with a
+    /// `PoisonPill`, which overtakes a journal write in flight, so the write can land after
+    /// the next coordinator recovered. Off = the fix (`Terminate`, stashed during the write:
+    /// the hand-over waits for it).
+    pub coordinator_stops_during_write: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
