@@ -29,7 +29,8 @@ fn seed_cap(path: &Path) -> u64 {
         150
     } else if p.ends_with("specs/remember-entities-store-failure-eventsourced.toml") {
         u64::MAX // its Akka stall shows in 2 seeds of 1,000
-    } else if p.contains("/specs/") || p.contains("rolling-update") {
+    } else if p.contains("/specs/") || p.contains("rolling-update") || p.contains("swarm-graceful")
+    {
         300
     } else if p.contains("hazards/remember-")
         || p.contains("hazards/restart-")
@@ -146,6 +147,7 @@ scenario_tests! {
     coordinator_node_downed => "sim-scenarios/faults/coordinator-node-downed.toml",
     non_coordinator_node_downed => "sim-scenarios/faults/non-coordinator-node-downed.toml",
     two_oldest_leave => "sim-scenarios/faults/two-oldest-leave.toml",
+    swarm_graceful => "sim-scenarios/faults/swarm-graceful.toml",
     rolling_update_oldest_first => "sim-scenarios/faults/rolling-update-oldest-first.toml",
     rolling_update_youngest_first => "sim-scenarios/faults/rolling-update-youngest-first.toml",
     crash_failover => "sim-scenarios/faults/crash-failover.toml",

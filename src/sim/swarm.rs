@@ -163,8 +163,20 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
                     d,
                 )
             }
-            FaultKind::Down => (Fault::Down { node: x, by: None }, 0),
-            FaultKind::Leave => (Fault::Leave { node: x }, 0),
+            // An operator downs a live node; it comes back as a new incarnation (a
+            // replacement) after a while.
+            FaultKind::Down => {
+                let d = rng.range(5000, sw.max_down_ms.max(5000));
+                let lasts = heal(&mut plan, Fault::Restart { node: x }, d);
+                (Fault::Down { node: x, by: None }, lasts)
+            }
+            // A graceful leave (coordinated shutdown), then a replacement incarnation joins:
+            // one step of a rolling update.
+            FaultKind::Leave => {
+                let d = rng.range(5000, sw.max_down_ms.max(5000));
+                let lasts = heal(&mut plan, Fault::Restart { node: x }, d);
+                (Fault::Leave { node: x }, lasts)
+            }
             FaultKind::Restart => (Fault::Restart { node: x }, 0),
             FaultKind::JournalUnavailable => {
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
