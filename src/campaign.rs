@@ -517,27 +517,18 @@ pub fn merge(inputs: &[(PathBuf, Summary)]) -> Result<Summary, InputError> {
         });
     };
     for (p, s) in inputs {
-        if s.behaviour != first.behaviour {
-            return Err(InputError {
-                files: vec![first_path.clone(), p.clone()],
-                line: None,
-                field: Some("behaviour".into()),
-                message: format!(
-                    "summaries of different behaviours (`{}` and `{}`)",
-                    first.behaviour, s.behaviour
-                ),
-            });
-        }
-        if s.scenario != first.scenario {
-            return Err(InputError {
-                files: vec![first_path.clone(), p.clone()],
-                line: None,
-                field: Some("scenario".into()),
-                message: format!(
-                    "summaries of different scenarios (`{}` and `{}`)",
-                    first.scenario, s.scenario
-                ),
-            });
+        for (field, what, mine, theirs) in [
+            ("behaviour", "behaviours", &first.behaviour, &s.behaviour),
+            ("scenario", "scenarios", &first.scenario, &s.scenario),
+        ] {
+            if mine != theirs {
+                return Err(InputError {
+                    files: vec![first_path.clone(), p.clone()],
+                    line: None,
+                    field: Some(field.into()),
+                    message: format!("summaries of different {what} (`{mine}` and `{theirs}`)"),
+                });
+            }
         }
     }
     let mut order: Vec<&(PathBuf, Summary)> = inputs.iter().collect();

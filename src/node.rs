@@ -373,9 +373,9 @@ pub struct Node {
     /// ClusterSingletonManager `HandingOver`: the new oldest asked for the coordinator; it
     /// gets `HandOverDone` once the coordinator here has stopped.
     handing_over_to: Option<Addr>,
-    /// ClusterSingletonManager `BecomingOldest`: the previous oldest members (Exiting) asked
-    /// with `HandOverToMe`, and those that answered `HandOverDone`.
-    hand_over_from: BTreeSet<NodeAddr>,
+    /// ClusterSingletonManager `BecomingOldest`: the previous oldest (Exiting) asked with
+    /// `HandOverToMe`, and the previous oldest members that answered `HandOverDone`.
+    hand_over_from: Option<NodeAddr>,
     hand_over_done: BTreeSet<NodeAddr>,
     region: Option<Region>,
     coordinator: Option<Coordinator>,
@@ -408,7 +408,7 @@ impl Node {
             leaving: false,
             exiting: false,
             handing_over_to: None,
-            hand_over_from: BTreeSet::new(),
+            hand_over_from: None,
             hand_over_done: BTreeSet::new(),
             region: Some(Region::new(
                 RegionRef {
@@ -965,12 +965,9 @@ impl Node {
                 node: m.node,
                 inc: m.inc,
             });
-        self.hand_over_from = previous
-            .filter(|a| !self.hand_over_done.contains(a))
-            .into_iter()
-            .collect();
-        let should_run = oldest && me.status == MemberStatus::Up && self.hand_over_from.is_empty();
-        if oldest && me.status == MemberStatus::Up && !self.hand_over_from.is_empty() {
+        self.hand_over_from = previous.filter(|a| !self.hand_over_done.contains(a));
+        let should_run = oldest && me.status == MemberStatus::Up && self.hand_over_from.is_none();
+        if oldest && me.status == MemberStatus::Up && self.hand_over_from.is_some() {
             // BecomingOldest: ask the previous oldest for the singleton.
             if !self.timers.contains_key(&NodeTimer::HandOverRetry) {
                 self.ask_hand_over(now, out);
@@ -1032,23 +1029,24 @@ impl Node {
         }
     }
 
-    /// `HandOverToMe` to every previous oldest that has not answered, then again after
+    /// `HandOverToMe` to the previous oldest while it has not answered, again after
     /// `hand-over-retry-interval` while this node is still becoming the oldest.
     fn ask_hand_over(&mut self, _now: Instant, out: &mut impl NodeHost) {
-        if self.hand_over_from.is_empty() || self.coordinator.is_some() || self.stopped {
+        let Some(p) = self.hand_over_from else {
+            return;
+        };
+        if self.coordinator.is_some() || self.stopped {
             return;
         }
-        for p in self.hand_over_from.clone() {
-            out.output(NodeOutput::Send {
-                from: Role::SingletonManager,
-                to: Addr {
-                    node: p.node,
-                    inc: p.inc,
-                    role: Role::SingletonManager,
-                },
-                msg: Msg::HandOverToMe,
-            });
-        }
+        out.output(NodeOutput::Send {
+            from: Role::SingletonManager,
+            to: Addr {
+                node: p.node,
+                inc: p.inc,
+                role: Role::SingletonManager,
+            },
+            msg: Msg::HandOverToMe,
+        });
         self.set_timer(NodeTimer::HandOverRetry, HAND_OVER_RETRY, out);
     }
 
@@ -1084,7 +1082,7 @@ impl Node {
                 }
             }
             Msg::HandOverInProgress => {}
-            Msg::HandOverDone if self.hand_over_from.contains(&peer) => {
+            Msg::HandOverDone if self.hand_over_from == Some(peer) => {
                 self.hand_over_done.insert(peer);
                 self.singleton_check(now, out);
             }

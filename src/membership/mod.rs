@@ -492,13 +492,7 @@ impl Membership {
                             });
                         }
                     }
-                    self.stopped = true;
-                    out.push(MOutput::CancelTimer(MTimer::GossipTick));
-                    out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
-                    out.push(MOutput::Shutdown {
-                        reason: "left".into(),
-                    });
-                    return;
+                    return self.stop(out, "left".into());
                 }
             }
             MInput::DownCommand(a) => {
@@ -994,11 +988,16 @@ impl Membership {
             _ => None,
         };
         if let Some(reason) = reason {
-            self.stopped = true;
-            out.push(MOutput::CancelTimer(MTimer::GossipTick));
-            out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
-            out.push(MOutput::Shutdown { reason });
+            self.stop(out, reason);
         }
+    }
+
+    /// This node stops: no more gossip or heartbeats, and every later input is ignored.
+    fn stop(&mut self, out: &mut Vec<MOutput>, reason: String) {
+        self.stopped = true;
+        out.push(MOutput::CancelTimer(MTimer::GossipTick));
+        out.push(MOutput::CancelTimer(MTimer::HeartbeatTick));
+        out.push(MOutput::Shutdown { reason });
     }
 
     /// What follows from the content: status events, the member list, failure-detector

@@ -268,10 +268,6 @@ impl Coordinator {
     pub fn state(&self) -> &CoordinatorState {
         &self.state
     }
-    /// Whether a write to the journal is in flight (inputs are stashed until it is durable).
-    pub fn persisting(&self) -> bool {
-        self.persisting.is_some()
-    }
     /// Hand-offs in progress.
     pub fn handoffs(&self) -> &BTreeMap<ShardId, HandOff> {
         &self.handoffs

@@ -172,17 +172,7 @@ impl Region {
         if self.stopped {
             return;
         }
-        let shards: Vec<ShardId> = self.shards.keys().collect();
-        for sh in shards {
-            self.kill_shard(sh, StopReason::RegionStopped, out);
-        }
-        let shards: Vec<ShardId> = self.buffers.keys().collect();
-        for sh in shards {
-            self.drop_buffer(sh, DropReason::RegionStopped, out);
-        }
-        for shard in std::mem::take(&mut self.starter).into_keys() {
-            out.cancel_timer(Timer::StarterRetry(shard));
-        }
+        self.kill_children(StopReason::RegionStopped, DropReason::RegionStopped, out);
         out.cancel_timer(Timer::RegionRetry);
         out.cancel_timer(Timer::RegisterRetry);
         out.cancel_timer(Timer::GracefulShutdownTimeout);
@@ -1035,22 +1025,28 @@ impl Region {
         }
     }
 
+    /// The region's children die with it (a stop, or the default `preRestart`): every Shard
+    /// and its entities, every buffer, the remember-entities starter.
+    fn kill_children(&mut self, stop: StopReason, drop: DropReason, out: &mut Outbox) {
+        let shards: Vec<ShardId> = self.shards.keys().collect();
+        for s in shards {
+            self.kill_shard(s, stop, out);
+        }
+        let shards: Vec<ShardId> = self.buffers.keys().collect();
+        for s in shards {
+            self.drop_buffer(s, drop, out);
+        }
+        for shard in std::mem::take(&mut self.starter).into_keys() {
+            out.cancel_timer(Timer::StarterRetry(shard));
+        }
+    }
+
     /// Region restart after an exception: default `preRestart` stops every child, so every
     /// shard and entity dies and every buffer is lost; the region then registers again.
     fn restart(&mut self, out: &mut Outbox) {
         out.observe(Observation::RegionRestarted);
-        let shards: Vec<ShardId> = self.shards.keys().collect();
-        for s in shards {
-            self.kill_shard(s, StopReason::RegionRestart, out);
-        }
-        let shards: Vec<ShardId> = self.buffers.keys().collect();
-        for s in shards {
-            self.drop_buffer(s, DropReason::RegionRestart, out);
-        }
+        self.kill_children(StopReason::RegionRestart, DropReason::RegionRestart, out);
         self.region_by_shard.clear();
-        for shard in std::mem::take(&mut self.starter).into_keys() {
-            out.cancel_timer(Timer::StarterRetry(shard));
-        }
         self.moved.clear();
         self.starting_starts.clear();
         self.coordinator = None;
