@@ -67,8 +67,9 @@ pub enum SbrStrategy {
     /// The side with the oldest member (lowest up-number) survives.
     KeepOldest {
         /// If the oldest is alone on its side (and the other side has more than one member),
-        /// the oldest is downed instead.
-        #[serde(default)]
+        /// the oldest is downed instead. On by default, as in Akka
+        /// (`akka.cluster.split-brain-resolver.keep-oldest.down-if-alone = on` in reference.conf).
+        #[serde(default = "default_down_if_alone")]
         down_if_alone: bool,
     },
     /// A side with at least `quorum_size` members survives.
@@ -78,6 +79,11 @@ pub enum SbrStrategy {
     },
     /// Every member is downed.
     DownAll,
+}
+
+/// Akka's default of `keep-oldest.down-if-alone`.
+fn default_down_if_alone() -> bool {
+    true
 }
 
 /// How unreachable members get downed (Akka's `downing-provider-class`).

@@ -619,6 +619,20 @@ fn config_deserializes() {
             down_removal_margin_ms: 7000,
         }
     );
+    // An omitted down-if-alone is Akka's default, on.
+    let c: MembershipConfig = toml::from_str(
+        "[downing]\nprovider = \"split-brain-resolver\"\nstrategy = \"keep-oldest\"\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        c.downing,
+        DowningProvider::SplitBrainResolver {
+            strategy: SbrStrategy::KeepOldest {
+                down_if_alone: true
+            },
+            ..
+        }
+    ));
     let c: MembershipConfig =
         toml::from_str("[downing]\nprovider = \"auto-down\"\nafter-ms = 2000\n").unwrap();
     assert_eq!(c.downing, DowningProvider::AutoDown { after_ms: 2000 });
