@@ -13,6 +13,10 @@
 //! - an `Update` before the load completed, or while one is in flight, is dropped, as Akka does
 //!   (logged there; the Shard's own timeout then fires).
 //!
+//! The node's one [`Replicator`] lives here, beside the stores: with `state-store-mode = ddata`
+//! the coordinator's requests go through [`StoreInput::Replicator`] too, and the answers for
+//! its key ([`Key::CoordinatorState`]) come back out as [`StoreOutput::Replicator`].
+//!
 //! A Shard instance (region uid, restart count) owns one store; a request from a newer
 //! instance of the same shard replaces the old store, whose late answers are then ignored (the
 //! old store was the old Shard's child and died with it).
@@ -191,6 +195,16 @@ impl RememberStores {
         self.replicator.handle(now, input, &mut scratch);
         for o in scratch.drain(..) {
             match o {
+                // The coordinator's register shares the node's replicator (§3.3): its answers
+                // go to the node, which hands them to the coordinator.
+                ReplOutput::GetResponse {
+                    key: Key::CoordinatorState,
+                    ..
+                }
+                | ReplOutput::UpdateResponse {
+                    key: Key::CoordinatorState,
+                    ..
+                } => out.push(StoreOutput::Replicator(o)),
                 ReplOutput::GetResponse { req, result, .. } => self.on_get(now, req, result, out),
                 ReplOutput::UpdateResponse { req, result, .. } => {
                     self.on_update(now, req, result, out)

@@ -1,10 +1,22 @@
-//! ShardCoordinator in persistent mode (akka-sharding.md §3.2, §4, §7): the cluster singleton
-//! that decides where shards live, persists its decisions to a journal before answering, and
-//! drives rebalancing through one hand-off worker per shard.
+//! ShardCoordinator (akka-sharding.md §3.2, §3.3, §4, §7): the cluster singleton that decides
+//! where shards live, makes its decisions durable before answering, and drives rebalancing
+//! through one hand-off worker per shard.
 //!
-//! Sans-IO: call [`Coordinator::handle`] with the time and one input. `Output::Persist` asks the
-//! host to write an event; until the host answers `Input::Persisted` every other input is stashed
-//! (Akka's `persist` semantics), then the stash is replayed in order.
+//! Two modes share the state machine, the handlers and `CoordinatorState::updated`; they differ
+//! only in how an event becomes durable and how the state is loaded (`state-store-mode`):
+//! - persistence (`PersistentShardCoordinator`, §3.2): [`Coordinator::recover`] replays the
+//!   journal; `Output::Persist` asks the host to write an event; until the host answers
+//!   `Input::Persisted` every other input is stashed (Akka's `persist`), then the stash is
+//!   replayed in order.
+//! - ddata (`DDataShardCoordinator`, SC:1658-2108, §3.3): [`Coordinator::start_ddata`] reads
+//!   the state register (`Output::StateRead`, retried on `GetFailure`, `Register` dropped
+//!   meanwhile); every event becomes `Output::StateWrite` of the whole `state.updated(evt)`
+//!   (`waitingForUpdate`): `GetShardHome` for a known shard is answered at once (akka#24064),
+//!   others wait in a set of pending requests (akka#25444) unstashed one at a time, `Terminate`
+//!   is stashed and marks the coordinator terminating, an `UpdateTimeout` resends the update
+//!   (or stops, if terminating).
+//!
+//! Sans-IO: call [`Coordinator::handle`] with the time and one input.
 
 use crate::ids::{RegionRef, ShardId};
 use crate::protocol::allocation::{ClusterHealth, RegionEntry, ShardAllocationStrategy};
@@ -17,7 +29,7 @@ use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The coordinator's durable state (§3.1, SC:524-598).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CoordinatorState {
     /// shard → owning region.
     pub shards: BTreeMap<ShardId, RegionRef>,
@@ -38,6 +50,29 @@ pub struct CoordinatorState {
 pub struct StateError(pub String);
 
 impl CoordinatorState {
+    /// Events that rebuild this state from empty with [`CoordinatorState::updated`]: every
+    /// region, every proxy, every allocation in its region's order (`unallocated` is left out:
+    /// no event sequence from empty produces it alone). For the trace of a ddata load.
+    pub fn as_events(&self) -> Vec<CoordinatorEvent> {
+        let mut v: Vec<CoordinatorEvent> = self
+            .regions
+            .keys()
+            .map(|r| CoordinatorEvent::ShardRegionRegistered { region: *r })
+            .collect();
+        v.extend(
+            self.proxies
+                .iter()
+                .map(|p| CoordinatorEvent::ShardRegionProxyRegistered { proxy: *p }),
+        );
+        for (region, shards) in &self.regions {
+            v.extend(shards.iter().map(|s| CoordinatorEvent::ShardHomeAllocated {
+                shard: *s,
+                region: *region,
+            }));
+        }
+        v
+    }
+
     /// `State.updated(evt)` with Akka's preconditions (§3.1). Recovery tolerances of §3.2: an
     /// unknown region or proxy termination is ignored.
     pub fn updated(&mut self, evt: &CoordinatorEvent) -> Result<(), StateError> {
@@ -131,8 +166,49 @@ enum AfterPersist {
     ProxyTerminated,
 }
 
+/// The answer to a ddata coordinator's state read (`GetSuccess`, `NotFound`, `GetFailure`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateReadResult {
+    /// `GetSuccess`: the register's value.
+    Found(Box<CoordinatorState>),
+    /// `NotFound`: no replica read has the key; the coordinator starts empty.
+    NotFound,
+    /// `GetFailure`: not enough replicas answered within `waiting-for-state-timeout`.
+    Failure,
+}
+
+/// The answer to a ddata coordinator's state write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateWriteResult {
+    /// `UpdateSuccess`.
+    Success,
+    /// `UpdateTimeout`: too few replicas acked within `updating-state-timeout`.
+    Timeout,
+    /// `ModifyFailure`.
+    ModifyFailure,
+}
+
+/// `coordinator-state.read-majority-plus` (5, §9.1).
+pub const STATE_READ_MAJORITY_PLUS: usize = 5;
+/// `coordinator-state.write-majority-plus` (3, §9.1).
+pub const STATE_WRITE_MAJORITY_PLUS: usize = 3;
+
+/// What only the ddata coordinator has (`DDataShardCoordinator`, SC:1658-2108).
+#[derive(Clone, Debug, Default)]
+struct Ddata {
+    /// `terminating`: `Terminate` arrived while an update was in flight.
+    terminating: bool,
+    /// `getShardHomeRequests`: `GetShardHome` requests (shard, sender) deferred while the
+    /// state loads or an update is in flight; a set, so one per shard and requester
+    /// (akka#25444).
+    pending: BTreeSet<(ShardId, Addr)>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// ddata mode: `waitingForInitialState`, the state read is in flight; `Register` and
+    /// `RegisterProxy` are dropped (the regions retry).
+    WaitingForInitialState,
     /// Recovered a non-empty state; waiting for `StateInitialized` (§3.4). Register is ignored.
     WaitingForStateInitialized,
     Active,
@@ -162,6 +238,8 @@ pub struct Coordinator {
     /// The member view changed: look for terminated regions once not persisting.
     members_dirty: bool,
     stopped: bool,
+    /// `state-store-mode = ddata`; `None` in persistence mode.
+    ddata: Option<Ddata>,
 }
 
 impl Coordinator {
@@ -213,7 +291,255 @@ impl Coordinator {
             graceful: BTreeSet::new(),
             members_dirty: false,
             stopped: false,
+            ddata: None,
         })
+    }
+
+    /// Start a ddata-mode coordinator (`DDataShardCoordinator`, §3.3): it reads the state
+    /// register first (`getCoordinatorState()` in the constructor) and waits in
+    /// `waitingForInitialState` for the answer ([`Input::StateRead`]).
+    pub fn start_ddata(
+        me: Addr,
+        settings: Settings,
+        options: ProtocolOptions,
+        strategy: Box<dyn ShardAllocationStrategy>,
+        out: &mut Outbox,
+    ) -> Self {
+        let state = CoordinatorState {
+            remember_entities: settings.remember_entities,
+            ..CoordinatorState::default()
+        };
+        // The base constructor schedules the rebalance tick (SC:850).
+        out.set_timer(Timer::RebalanceTick, settings.rebalance_interval());
+        let c = Coordinator {
+            me,
+            settings,
+            options,
+            strategy,
+            state,
+            phase: Phase::WaitingForInitialState,
+            members: Vec::new(),
+            alive_regions: BTreeSet::new(),
+            all_regions_registered: false,
+            rebalance_in_progress: BTreeMap::new(),
+            handoffs: BTreeMap::new(),
+            persisting: None,
+            stash: VecDeque::new(),
+            termination_in_progress: BTreeSet::new(),
+            graceful: BTreeSet::new(),
+            members_dirty: false,
+            stopped: false,
+            ddata: Some(Ddata::default()),
+        };
+        c.read_state(out);
+        c
+    }
+
+    /// Whether this coordinator keeps its state in Distributed Data.
+    pub fn is_ddata(&self) -> bool {
+        self.ddata.is_some()
+    }
+
+    /// Whether it is still reading its state (`waitingForInitialState`).
+    pub fn is_loading(&self) -> bool {
+        self.phase == Phase::WaitingForInitialState
+    }
+
+    /// The event being made durable, if any.
+    pub fn in_flight(&self) -> Option<CoordinatorEvent> {
+        self.persisting.map(|(e, _)| e)
+    }
+
+    /// ddata: the deferred `GetShardHome` requests (shard, requester), in order.
+    pub fn pending_get_shard_homes(&self) -> Vec<(ShardId, Addr)> {
+        self.ddata
+            .as_ref()
+            .map(|d| d.pending.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// `getCoordinatorState()`: `Get(key, ReadMajorityPlus(waiting-for-state-timeout, 5,
+    /// min-cap))` (§3.3); plain majority with the B4 pre-fix option.
+    fn read_state(&self, out: &mut Outbox) {
+        let additional = if self.options.coordinator_plain_majority {
+            0
+        } else {
+            STATE_READ_MAJORITY_PLUS
+        };
+        out.0.push(Output::StateRead {
+            additional,
+            timeout: Duration::from_millis(self.settings.waiting_for_state_timeout_ms),
+        });
+    }
+
+    /// `sendCoordinatorStateUpdate(evt)`: `Update(key, WriteMajorityPlus(updating-state-timeout,
+    /// 3, min-cap))` with `reg.withValueOf(state.updated(evt))` (§3.3); plain majority with the
+    /// B4 pre-fix option.
+    fn write_state(&self, evt: &CoordinatorEvent, out: &mut Outbox) {
+        let mut next = self.state.clone();
+        // Our handlers only update with events the state accepts (as in persistence mode).
+        let _ = next.updated(evt);
+        let additional = if self.options.coordinator_plain_majority {
+            0
+        } else {
+            STATE_WRITE_MAJORITY_PLUS
+        };
+        out.0.push(Output::StateWrite {
+            state: Box::new(next),
+            additional,
+            timeout: Duration::from_millis(self.settings.updating_state_timeout_ms),
+        });
+    }
+
+    /// ddata: `waitingForStateInitialized` stashes everything but `StateInitialized`,
+    /// `GetShardHome` (pending) and `Terminate` (SC:1749-1760); persistence mode drops
+    /// `Register` and `GetShardHome` there instead.
+    fn holds_stash(&self) -> bool {
+        self.ddata.is_some() && self.phase == Phase::WaitingForStateInitialized
+    }
+
+    /// The answer to the state read (`waitingForInitialState`, SC:1700-1745).
+    fn on_state_read(&mut self, result: StateReadResult, out: &mut Outbox) {
+        if self.ddata.is_none() || self.phase != Phase::WaitingForInitialState {
+            return;
+        }
+        let loaded = match result {
+            // "repeat until GetSuccess"
+            StateReadResult::Failure => return self.read_state(out),
+            StateReadResult::NotFound => self.state.clone(),
+            StateReadResult::Found(s) => CoordinatorState {
+                remember_entities: self.settings.remember_entities,
+                ..*s
+            },
+        };
+        // `onInitialState`.
+        self.state = loaded;
+        out.observe(Observation::CoordinatorStateLoaded {
+            state: Box::new(self.state.clone()),
+        });
+        if self.state.regions.is_empty()
+            && self.state.proxies.is_empty()
+            && self.state.shards.is_empty()
+        {
+            self.phase = Phase::Active; // empty state: activate at once
+        } else {
+            // watchStateActors() (the member view is looked at next), StateInitialized after
+            // 500 ms (SC:1294-1322).
+            self.phase = Phase::WaitingForStateInitialized;
+            self.members_dirty = true;
+            out.set_timer(Timer::StateInitialized, Duration::from_millis(500));
+        }
+    }
+
+    /// The answer to the update in flight (`waitingForUpdate`, SC:1775-1860).
+    fn on_state_written(&mut self, result: StateWriteResult, out: &mut Outbox) {
+        let (Some(d), Some((evt, _))) = (self.ddata.as_ref(), self.persisting) else {
+            return;
+        };
+        let terminating = d.terminating;
+        match result {
+            StateWriteResult::Success => {
+                out.observe(Observation::CoordinatorStateUpdated { event: evt });
+                // unbecomeAfterUpdate: the continuation, one pending GetShardHome, unstashAll.
+                self.on_persisted(out);
+                self.unstash_one_get_shard_home();
+            }
+            StateWriteResult::Timeout if terminating => {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "terminating: the state update timed out",
+                });
+            }
+            // "repeat until UpdateSuccess"
+            StateWriteResult::Timeout => self.write_state(&evt, out),
+            // `throw cause` (restart; here a stop and the singleton's back-off), or stop when
+            // terminating.
+            StateWriteResult::ModifyFailure => {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "the state update failed (ModifyFailure)",
+                });
+            }
+        }
+    }
+
+    /// `unstashOneGetShardHomeRequest` (SC:1885-1893): one deferred request back to the
+    /// mailbox, after whatever is stashed. Akka takes `getShardHomeRequests.head` of a hash
+    /// set; here the first by (shard, requester). A no-op in persistence mode.
+    fn unstash_one_get_shard_home(&mut self) {
+        let Some(d) = self.ddata.as_mut() else {
+            return;
+        };
+        if let Some((shard, from)) = d.pending.pop_first() {
+            self.stash.push_back(Input::Deliver {
+                from,
+                msg: Msg::GetShardHome { shard },
+            });
+        }
+    }
+
+    /// An input while the ddata state read is in flight (`waitingForInitialState`).
+    fn while_loading(&mut self, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Terminate => {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "Terminate while waiting for the state",
+                });
+            }
+            // The fixed-delay tick keeps coming; unhandled now.
+            Input::Timeout(Timer::RebalanceTick) => {
+                out.set_timer(Timer::RebalanceTick, self.settings.rebalance_interval())
+            }
+            // Register, RegisterProxy ("not initialized yet"), GetShardHome and the rest:
+            // unhandled, the regions retry.
+            _ => {}
+        }
+    }
+
+    /// An input during `waitingForStateInitialized` in ddata mode (SC:1749-1760).
+    fn while_initializing(&mut self, now: Instant, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Timeout(Timer::StateInitialized) => {
+                self.unstash_one_get_shard_home();
+                self.dispatch(now, input, out);
+            }
+            Input::Deliver {
+                from,
+                msg: Msg::GetShardHome { shard },
+            } => {
+                if let Some(d) = self.ddata.as_mut() {
+                    d.pending.insert((shard, from));
+                }
+            }
+            Input::Terminate => self.dispatch(now, input, out),
+            input => self.stash.push_back(input),
+        }
+    }
+
+    /// An input while the ddata update is in flight (`waitingForUpdate`).
+    fn while_updating(&mut self, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Deliver {
+                from,
+                msg: Msg::GetShardHome { shard },
+            } => {
+                let requester = if from == self.me { None } else { Some(from) };
+                if !self.handle_get_shard_home(shard, requester, out) {
+                    // must wait for the update in progress
+                    if let Some(d) = self.ddata.as_mut() {
+                        d.pending.insert((shard, from));
+                    }
+                }
+            }
+            Input::Terminate => {
+                if let Some(d) = self.ddata.as_mut() {
+                    d.terminating = true;
+                }
+                self.stash.push_back(input);
+            }
+            input => self.stash.push_back(input),
+        }
     }
 
     /// Handle one input.
@@ -237,8 +563,17 @@ impl Coordinator {
                 }
                 return;
             }
-            Input::Persisted if self.persisting.is_some() => self.on_persisted(out),
+            Input::Persisted if self.persisting.is_some() && self.ddata.is_none() => {
+                self.on_persisted(out)
+            }
+            Input::StateRead(r) => self.on_state_read(r, out),
+            Input::StateWritten(r) => self.on_state_written(r, out),
+            input if self.phase == Phase::WaitingForInitialState => self.while_loading(input, out),
+            input if self.persisting.is_some() && self.ddata.is_some() => {
+                self.while_updating(input, out)
+            }
             input if self.persisting.is_some() => self.stash.push_back(input),
+            input if self.holds_stash() => self.while_initializing(now, input, out),
             input => self.dispatch(now, input, out),
         }
         // unstashAll: stashed inputs and messages sent to self, in order, until the next persist.
@@ -250,6 +585,9 @@ impl Coordinator {
                 self.members_dirty = false;
                 self.check_terminated_regions(out);
                 continue;
+            }
+            if self.holds_stash() {
+                break;
             }
             let Some(input) = self.stash.pop_front() else {
                 break;
@@ -295,7 +633,7 @@ impl Coordinator {
         // the stash is replayed (unstashAll) until the next persist. Likewise a member change
         // seen while persisting is looked at right after.
         if self.persisting.is_none() && !self.stopped {
-            if !self.stash.is_empty() {
+            if !self.stash.is_empty() && !self.holds_stash() {
                 return breach(
                     "stash-only-while-persisting",
                     format!("{} stashed inputs, nothing persisting", self.stash.len()),
@@ -410,7 +748,11 @@ impl Coordinator {
         match input {
             Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
             Input::Timeout(t) => self.on_timeout(t, out),
-            Input::Request(_) | Input::MembersChanged(_) | Input::Persisted => {}
+            Input::Request(_)
+            | Input::MembersChanged(_)
+            | Input::Persisted
+            | Input::StateRead(_)
+            | Input::StateWritten(_) => {}
             Input::Terminate => {
                 // `terminate()` (SC:1180-1196): no local region is alive by now (coordinated
                 // shutdown stopped it first), so the coordinator stops.
@@ -424,6 +766,11 @@ impl Coordinator {
 
     fn persist(&mut self, evt: CoordinatorEvent, then: AfterPersist, out: &mut Outbox) {
         self.persisting = Some((evt, then));
+        if self.ddata.is_some() {
+            // `update(evt)`: the whole new state to the replicator, `waitingForUpdate`.
+            self.write_state(&evt, out);
+            return;
+        }
         out.0.push(Output::Persist(evt));
         out.set_timer(
             Timer::PersistTimeout,
@@ -530,7 +877,9 @@ impl Coordinator {
         let Some((evt, then)) = self.persisting.take() else {
             return;
         };
-        out.cancel_timer(Timer::PersistTimeout);
+        if self.ddata.is_none() {
+            out.cancel_timer(Timer::PersistTimeout);
+        }
         if self.state.updated(&evt).is_err() {
             // Akka: `require` throws, the coordinator restarts. Our handlers only persist valid
             // events, so this is unreachable for a faithful protocol; keep going idempotently.
@@ -628,7 +977,11 @@ impl Coordinator {
     }
 
     fn is_member_up(&self, r: RegionRef) -> bool {
-        // isMember (akka#18287): the local node, or an Up member of the current view.
+        // isMember (akka#18287): the local node, or an Up member of the current view. Before
+        // the fix (§12 B3) any region registered.
+        if self.options.register_from_non_up_members {
+            return true;
+        }
         (r.node == self.me.node && r.inc == self.me.inc)
             || self
                 .members
@@ -720,24 +1073,46 @@ impl Coordinator {
         v
     }
 
-    /// GetShardHome decision tree (§4.2).
-    fn on_get_shard_home(&mut self, shard: ShardId, requester: Option<Addr>, out: &mut Outbox) {
+    /// `handleGetShardHome` (SC:1240-1270): true when the request is dealt with (deferred
+    /// behind a rebalance, ignored before enough regions registered, or answered with the known
+    /// home), false when the shard must be allocated. In ddata mode a request dealt with lets
+    /// the next deferred one in ("continue unstash").
+    fn handle_get_shard_home(
+        &mut self,
+        shard: ShardId,
+        requester: Option<Addr>,
+        out: &mut Outbox,
+    ) -> bool {
         if let Some(waiting) = self.rebalance_in_progress.get_mut(&shard) {
             if let Some(r) = requester {
                 waiting.insert(r);
             }
-            return;
+            self.unstash_one_get_shard_home();
+            return true;
         }
-        if self.phase != Phase::Active || !self.all_regions_registered {
-            return;
+        if self.phase != Phase::Active {
+            // Persistence mode drops it; ddata mode defers it (an update stacked on
+            // `waitingForStateInitialized`).
+            return self.ddata.is_none();
+        }
+        if !self.all_regions_registered {
+            return true;
         }
         if let Some(region) = self.state.shards.get(&shard).copied() {
             if self.termination_in_progress.contains(&region) {
-                return; // B10 fix (akka#18314): never answer with a terminating region
-            }
-            if let Some(r) = requester {
+                // B10 fix (akka#18314): never answer with a terminating region
+            } else if let Some(r) = requester {
                 out.send(r, Msg::ShardHome { shard, region });
             }
+            self.unstash_one_get_shard_home();
+            return true;
+        }
+        false
+    }
+
+    /// GetShardHome decision tree (§4.2).
+    fn on_get_shard_home(&mut self, shard: ShardId, requester: Option<Addr>, out: &mut Outbox) {
+        if self.handle_get_shard_home(shard, requester, out) {
             return;
         }
         let mut entries = self.region_entries(true);

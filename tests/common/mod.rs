@@ -5,6 +5,7 @@
 
 pub mod harness;
 
+use shardsim::protocol::coordinator::CoordinatorState;
 use shardsim::protocol::Addr;
 use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, StoreRequest, Timer};
 use shardsim::time::Duration;
@@ -75,6 +76,10 @@ pub enum O {
     Local(Local),
     Store(StoreRequest),
     Stop(&'static str),
+    /// ddata mode: a state read with its additional replicas and timeout.
+    StateRead(usize, Duration),
+    /// ddata mode: a state write (the whole new state), additional replicas, timeout.
+    StateWrite(Box<CoordinatorState>, usize, Duration),
 }
 
 /// The comparable form of an output.
@@ -88,6 +93,15 @@ pub fn norm(o: &Output) -> O {
         Output::Local { msg, .. } => O::Local(*msg),
         Output::Store(req) => O::Store((**req).clone()),
         Output::Stop { reason } => O::Stop(reason),
+        Output::StateRead {
+            additional,
+            timeout,
+        } => O::StateRead(*additional, *timeout),
+        Output::StateWrite {
+            state,
+            additional,
+            timeout,
+        } => O::StateWrite(state.clone(), *additional, *timeout),
     }
 }
 
