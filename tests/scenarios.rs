@@ -122,6 +122,8 @@ scenario_tests! {
     hazard_restart_before_terminated_fixed => "sim-scenarios/hazards/restart-before-terminated-fixed.toml",
     hazard_register_from_non_up_members => "sim-scenarios/hazards/register-from-non-up-members.toml",
     hazard_register_from_non_up_members_fixed => "sim-scenarios/hazards/register-from-non-up-members-fixed.toml",
+    hazard_coordinator_plain_majority => "sim-scenarios/hazards/coordinator-plain-majority.toml",
+    hazard_coordinator_plain_majority_fixed => "sim-scenarios/hazards/coordinator-plain-majority-fixed.toml",
     spec_graceful_shutdown => "sim-scenarios/specs/graceful-shutdown.toml",
     spec_graceful_shutdown_oldest => "sim-scenarios/specs/graceful-shutdown-oldest.toml",
     spec_remember_entities_failover_new_cluster_ddata => "sim-scenarios/specs/remember-entities-failover-new-cluster-ddata.toml",
