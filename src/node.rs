@@ -690,6 +690,27 @@ impl Node {
                     now_us: now.0,
                 },
             },
+            // The coordinator's remember store (`DDataRememberEntitiesCoordinatorStore`).
+            Output::RememberedShardsRead {
+                additional,
+                timeout,
+            } => ReplInput::Get {
+                req,
+                key: Key::AllShards,
+                consistency: ReadConsistency::Majority { additional },
+                timeout,
+            },
+            Output::RememberShardAdd {
+                shard,
+                additional,
+                timeout,
+            } => ReplInput::Update {
+                req,
+                key: Key::AllShards,
+                consistency: WriteConsistency::Majority { additional },
+                timeout,
+                op: UpdateOp::GSetAdd(vec![shard.0]),
+            },
             _ => return,
         };
         self.store_input(now, StoreInput::Replicator(input), out);
@@ -781,9 +802,10 @@ impl Node {
                     gen: self.coord_gen,
                     event,
                 }),
-                o @ (Output::StateRead { .. } | Output::StateWrite { .. }) => {
-                    self.coordinator_state_request(now, o, out)
-                }
+                o @ (Output::StateRead { .. }
+                | Output::StateWrite { .. }
+                | Output::RememberedShardsRead { .. }
+                | Output::RememberShardAdd { .. }) => self.coordinator_state_request(now, o, out),
                 Output::Observe(Observation::Delivered { env, incarnation }) => {
                     out.delivered(env, incarnation)
                 }
@@ -940,6 +962,28 @@ impl Node {
                         UpdateResult::ModifyFailure => StateWriteResult::ModifyFailure,
                     };
                     self.coordinator_state_reply(req, Input::StateWritten(r));
+                }
+                StoreOutput::Replicator(ReplOutput::GetResponse {
+                    req,
+                    key: Key::AllShards,
+                    result,
+                }) => {
+                    let ids = match result {
+                        GetResult::Success(d) => {
+                            Some(d.elements().into_iter().map(ShardId).collect())
+                        }
+                        GetResult::NotFound => Some(Vec::new()),
+                        GetResult::Failure => None,
+                    };
+                    self.coordinator_state_reply(req, Input::RememberedShards(ids));
+                }
+                StoreOutput::Replicator(ReplOutput::UpdateResponse {
+                    req,
+                    key: Key::AllShards,
+                    result,
+                }) => {
+                    let ok = result == UpdateResult::Success;
+                    self.coordinator_state_reply(req, Input::RememberShardAdded(ok));
                 }
                 StoreOutput::Replicator(_) => {}
                 StoreOutput::Reply(reply) => {

@@ -224,6 +224,12 @@ pub enum Input {
     /// Coordinator, `state-store-mode = ddata`: the answer to its last [`Output::StateWrite`]
     /// (§3.3).
     StateWritten(coordinator::StateWriteResult),
+    /// Coordinator, ddata mode with remember-entities: its remember store's set of shards
+    /// (`RememberedShards`), `None` when the read failed (the store reads again).
+    RememberedShards(Option<Vec<ShardId>>),
+    /// Coordinator, ddata mode with remember-entities: the remember store's answer to the
+    /// `AddShard` in flight (`UpdateDone` or `UpdateFailed`).
+    RememberShardAdded(bool),
 }
 
 /// Why an entity stopped.
@@ -424,6 +430,25 @@ pub enum Output {
         /// `ReadMajorityPlus`'s additional replicas.
         additional: usize,
         /// `waiting-for-state-timeout`.
+        timeout: Duration,
+    },
+    /// `state-store-mode = ddata` with remember-entities: the coordinator's remember store
+    /// reads `shard-<type>-all` (a GSet, durable); the host answers with
+    /// [`Input::RememberedShards`].
+    RememberedShardsRead {
+        /// `ReadMajorityPlus`'s additional replicas.
+        additional: usize,
+        /// `waiting-for-state-timeout`.
+        timeout: Duration,
+    },
+    /// `state-store-mode = ddata` with remember-entities: `AddShard(shard)` to the
+    /// coordinator's remember store; the host answers with [`Input::RememberShardAdded`].
+    RememberShardAdd {
+        /// The newly allocated shard.
+        shard: ShardId,
+        /// `WriteMajorityPlus`'s additional replicas.
+        additional: usize,
+        /// `updating-state-timeout`.
         timeout: Duration,
     },
     /// `state-store-mode = ddata`: write the whole new state (`Update(..., WriteMajorityPlus

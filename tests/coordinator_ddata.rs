@@ -454,3 +454,85 @@ fn lww_with_value_uses_akkas_default_clock() {
     let after = before.with_value(node(4), CoordinatorState::default(), 500);
     assert_eq!(before.merged(&after), &after);
 }
+
+// ---- remember-entities: the coordinator's remember store (`shard-<type>-all`, §3.3) ----
+
+fn remembering() -> (T, Vec<O>) {
+    let settings = Settings {
+        remember_entities: true,
+        ..Settings::default()
+    };
+    let strategy = Box::new(LeastShardAllocationStrategy::new(
+        settings.least_shard_allocation_strategy.clone(),
+    ));
+    let mut out = Outbox::default();
+    let c = Coordinator::start_ddata(
+        Addr::coordinator(reg(C)),
+        settings,
+        ProtocolOptions::default(),
+        strategy,
+        &mut out,
+    );
+    let t = T {
+        c,
+        now: Instant::ZERO,
+    };
+    (t, out.0.iter().map(norm).collect())
+}
+
+#[test]
+fn with_remember_entities_the_remembered_shards_are_loaded_and_allocated() {
+    let (mut t, out) = remembering();
+    assert_eq!(
+        out,
+        vec![
+            O::Set(Timer::RebalanceTick, ms(10_000)),
+            O::StateRead(5, ms(2_000)),
+            O::RememberedShardsRead(5, ms(2_000)),
+        ]
+    );
+    t.h(Input::MembersChanged(all_up()));
+    // A failed read is read again (the store's "repeat until GetSuccess").
+    assert_eq!(
+        t.h(Input::RememberedShards(None)),
+        vec![O::RememberedShardsRead(5, ms(2_000))]
+    );
+    // Shards 3 and 4 are remembered: after an empty state (a new cluster) they are
+    // unallocated, and the first region's registration allocates them eagerly.
+    t.h(Input::RememberedShards(Some(vec![shard(3), shard(4)])));
+    t.h(Input::StateRead(StateReadResult::NotFound));
+    assert_eq!(
+        t.c.state().unallocated.iter().copied().collect::<Vec<_>>(),
+        vec![shard(3), shard(4)]
+    );
+    let mut registered_a = state_of(&[registered(A)]);
+    registered_a.remember_entities = true;
+    registered_a.unallocated = [shard(3), shard(4)].into_iter().collect();
+    assert_eq!(
+        t.register(A),
+        vec![O::StateWrite(Box::new(registered_a), 3, ms(5_000))]
+    );
+    let out = t.written(StateWriteResult::Success);
+    // RegisterAck, then the self-sent GetShardHome for shard 3: a new allocation, written to
+    // the state and added to the remember store.
+    assert_eq!(out[1], send(A, Msg::RegisterAck));
+    assert!(matches!(out[2], O::StateWrite(..)), "{out:?}");
+    assert_eq!(out[3], O::RememberShardAdd(shard(3), 3, ms(5_000)));
+    // The update waits for both: the state write alone does not complete it ...
+    assert_eq!(t.written(StateWriteResult::Success), vec![]);
+    // ... a failed AddShard is retried ...
+    assert_eq!(
+        t.h(Input::RememberShardAdded(false)),
+        vec![O::RememberShardAdd(shard(3), 3, ms(5_000))]
+    );
+    // ... and its success completes the allocation; shard 4 comes next.
+    let out = t.h(Input::RememberShardAdded(true));
+    assert!(
+        out.contains(&send(A, Msg::HostShard { shard: shard(3) })),
+        "{out:?}"
+    );
+    assert_eq!(
+        out.last(),
+        Some(&O::RememberShardAdd(shard(4), 3, ms(5_000)))
+    );
+}

@@ -127,6 +127,7 @@ scenario_tests! {
     spec_graceful_shutdown => "sim-scenarios/specs/graceful-shutdown.toml",
     spec_graceful_shutdown_oldest => "sim-scenarios/specs/graceful-shutdown-oldest.toml",
     spec_remember_entities_failover_new_cluster_ddata => "sim-scenarios/specs/remember-entities-failover-new-cluster-ddata.toml",
+    spec_remember_entities_failover_new_cluster_ddata_state => "sim-scenarios/specs/remember-entities-failover-new-cluster-ddata-state.toml",
     spec_remember_entities_failover_new_cluster_eventsourced => "sim-scenarios/specs/remember-entities-failover-new-cluster-eventsourced.toml",
     spec_remember_entities_store_failure_eventsourced => "sim-scenarios/specs/remember-entities-store-failure-eventsourced.toml",
     spec_remember_entities_node_crash_ddata => "sim-scenarios/specs/remember-entities-node-crash-ddata.toml",

@@ -15,7 +15,8 @@
 //!
 //! The node's one [`Replicator`] lives here, beside the stores: with `state-store-mode = ddata`
 //! the coordinator's requests go through [`StoreInput::Replicator`] too, and the answers for
-//! its key ([`Key::CoordinatorState`]) come back out as [`StoreOutput::Replicator`].
+//! keys ([`Key::CoordinatorState`], and [`Key::AllShards`] of its remember store) come back out
+//! as [`StoreOutput::Replicator`].
 //!
 //! A Shard instance (region uid, restart count) owns one store; a request from a newer
 //! instance of the same shard replaces the old store, whose late answers are then ignored (the
@@ -195,14 +196,15 @@ impl RememberStores {
         self.replicator.handle(now, input, &mut scratch);
         for o in scratch.drain(..) {
             match o {
-                // The coordinator's register shares the node's replicator (§3.3): its answers
-                // go to the node, which hands them to the coordinator.
+                // The coordinator's register and its remember store share the node's
+                // replicator (§3.3): their answers go to the node, which hands them to the
+                // coordinator.
                 ReplOutput::GetResponse {
-                    key: Key::CoordinatorState,
+                    key: Key::CoordinatorState | Key::AllShards,
                     ..
                 }
                 | ReplOutput::UpdateResponse {
-                    key: Key::CoordinatorState,
+                    key: Key::CoordinatorState | Key::AllShards,
                     ..
                 } => out.push(StoreOutput::Replicator(o)),
                 ReplOutput::GetResponse { req, result, .. } => self.on_get(now, req, result, out),

@@ -202,6 +202,15 @@ struct Ddata {
     /// state loads or an update is in flight; a set, so one per shard and requester
     /// (akka#25444).
     pending: BTreeSet<(ShardId, Addr)>,
+    /// With remember-entities: the shards the coordinator's remember store (`shard-<type>-all`)
+    /// returned while the state was loading (`waitingForInitialState(rememberedShards)`).
+    remembered: BTreeSet<ShardId>,
+    /// With remember-entities: the new allocation whose `AddShard` is in flight beside the
+    /// state write (`waitingForRememberShard`).
+    adding_shard: Option<ShardId>,
+    /// The state write of the update in flight succeeded; the `AddShard` has not yet
+    /// (`waitingForStateWrite = false`).
+    state_written: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,7 +341,120 @@ impl Coordinator {
             ddata: Some(Ddata::default()),
         };
         c.read_state(out);
+        if c.settings.remember_entities {
+            // getAllRememberedShards(): the coordinator's remember store loads the set.
+            c.read_remembered_shards(out);
+        }
         c
+    }
+
+    /// The coordinator remember store's `Get(shard-<type>-all, ReadMajorityPlus(waiting-for-
+    /// state-timeout, 5, min-cap))` (`DDataRememberEntitiesCoordinatorStore`, §3.3).
+    fn read_remembered_shards(&self, out: &mut Outbox) {
+        out.0.push(Output::RememberedShardsRead {
+            additional: self.read_additional(),
+            timeout: Duration::from_millis(self.settings.waiting_for_state_timeout_ms),
+        });
+    }
+
+    /// `AddShard(shard)` to the coordinator's remember store: `Update(shard-<type>-all,
+    /// WriteMajorityPlus(updating-state-timeout, 3, min-cap))(_ + shard)`.
+    fn add_remembered_shard(&self, shard: ShardId, out: &mut Outbox) {
+        out.0.push(Output::RememberShardAdd {
+            shard,
+            additional: self.write_additional(),
+            timeout: Duration::from_millis(self.settings.updating_state_timeout_ms),
+        });
+    }
+
+    fn read_additional(&self) -> usize {
+        if self.options.coordinator_plain_majority {
+            0
+        } else {
+            STATE_READ_MAJORITY_PLUS
+        }
+    }
+
+    fn write_additional(&self) -> usize {
+        if self.options.coordinator_plain_majority {
+            0
+        } else {
+            STATE_WRITE_MAJORITY_PLUS
+        }
+    }
+
+    /// The coordinator's remember store answered its load: the remembered shards, or `None`
+    /// (`GetFailure`: the store retries until it has them).
+    fn on_remembered_shards(&mut self, ids: Option<Vec<ShardId>>, out: &mut Outbox) {
+        let Some(ids) = ids else {
+            return self.read_remembered_shards(out);
+        };
+        if self.ddata.is_none() || !self.settings.remember_entities {
+            return;
+        }
+        if self.persisting.is_some() {
+            // waitingForUpdate: "Late arrival of remembered shards ..., stashing".
+            self.stash.push_back(Input::RememberedShards(Some(ids)));
+            return;
+        }
+        match self.phase {
+            Phase::WaitingForInitialState => {
+                if let Some(d) = self.ddata.as_mut() {
+                    d.remembered = ids.into_iter().collect();
+                }
+            }
+            // Akka's `waitingForStateInitialized` computes the union with `state.copy(...)`
+            // and drops the result (SC:1765-1772): the shards are not added.
+            Phase::WaitingForStateInitialized => {}
+            // receiveLateRememberedEntities: add them, then allocate them eagerly.
+            Phase::Active => {
+                if !ids.is_empty() {
+                    for s in ids {
+                        if !self.state.shards.contains_key(&s) {
+                            self.state.unallocated.insert(s);
+                        }
+                    }
+                    self.allocate_shard_homes_for_remember_entities();
+                }
+            }
+        }
+    }
+
+    /// The remember store answered the `AddShard` of the update in flight.
+    fn on_remember_shard_added(&mut self, ok: bool, out: &mut Outbox) {
+        let Some(d) = self.ddata.as_mut() else {
+            return;
+        };
+        let Some(shard) = d.adding_shard else {
+            return;
+        };
+        if !ok {
+            // onRememberEntitiesUpdateFailed: stop if terminating, else retry.
+            if d.terminating {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "terminating: the remember store update failed",
+                });
+            } else {
+                self.add_remembered_shard(shard, out);
+            }
+            return;
+        }
+        d.adding_shard = None;
+        if d.state_written {
+            d.state_written = false;
+            self.update_done(out);
+        }
+    }
+
+    /// Both writes of the update in flight are done (`unbecomeAfterUpdate`): the continuation,
+    /// one pending GetShardHome, then unstashAll (the caller's loop).
+    fn update_done(&mut self, out: &mut Outbox) {
+        if let Some((evt, _)) = self.persisting {
+            out.observe(Observation::CoordinatorStateUpdated { event: evt });
+        }
+        self.on_persisted(out);
+        self.unstash_one_get_shard_home();
     }
 
     /// Whether this coordinator keeps its state in Distributed Data.
@@ -361,13 +483,8 @@ impl Coordinator {
     /// `getCoordinatorState()`: `Get(key, ReadMajorityPlus(waiting-for-state-timeout, 5,
     /// min-cap))` (§3.3); plain majority with the B4 pre-fix option.
     fn read_state(&self, out: &mut Outbox) {
-        let additional = if self.options.coordinator_plain_majority {
-            0
-        } else {
-            STATE_READ_MAJORITY_PLUS
-        };
         out.0.push(Output::StateRead {
-            additional,
+            additional: self.read_additional(),
             timeout: Duration::from_millis(self.settings.waiting_for_state_timeout_ms),
         });
     }
@@ -379,14 +496,9 @@ impl Coordinator {
         let mut next = self.state.clone();
         // Our handlers only update with events the state accepts (as in persistence mode).
         let _ = next.updated(evt);
-        let additional = if self.options.coordinator_plain_majority {
-            0
-        } else {
-            STATE_WRITE_MAJORITY_PLUS
-        };
         out.0.push(Output::StateWrite {
             state: Box::new(next),
-            additional,
+            additional: self.write_additional(),
             timeout: Duration::from_millis(self.settings.updating_state_timeout_ms),
         });
     }
@@ -412,8 +524,19 @@ impl Coordinator {
                 ..*s
             },
         };
-        // `onInitialState`.
+        // `onInitialState`: with remember-entities, the remembered shards that have no home
+        // join the unallocated ones.
         self.state = loaded;
+        if let Some(d) = self.ddata.as_mut() {
+            let remembered = std::mem::take(&mut d.remembered);
+            if self.settings.remember_entities {
+                for s in remembered {
+                    if !self.state.shards.contains_key(&s) {
+                        self.state.unallocated.insert(s);
+                    }
+                }
+            }
+        }
         out.observe(Observation::CoordinatorStateLoaded {
             state: Box::new(self.state.clone()),
         });
@@ -439,10 +562,12 @@ impl Coordinator {
         let terminating = d.terminating;
         match result {
             StateWriteResult::Success => {
-                out.observe(Observation::CoordinatorStateUpdated { event: evt });
-                // unbecomeAfterUpdate: the continuation, one pending GetShardHome, unstashAll.
-                self.on_persisted(out);
-                self.unstash_one_get_shard_home();
+                // With a remember store AddShard in flight, wait for it too.
+                if let Some(d) = self.ddata.as_mut().filter(|d| d.adding_shard.is_some()) {
+                    d.state_written = true;
+                    return;
+                }
+                self.update_done(out);
             }
             StateWriteResult::Timeout if terminating => {
                 self.stopped = true;
@@ -568,6 +693,8 @@ impl Coordinator {
             }
             Input::StateRead(r) => self.on_state_read(r, out),
             Input::StateWritten(r) => self.on_state_written(r, out),
+            Input::RememberShardAdded(ok) => self.on_remember_shard_added(ok, out),
+            Input::RememberedShards(ids) => self.on_remembered_shards(ids, out),
             input if self.phase == Phase::WaitingForInitialState => self.while_loading(input, out),
             input if self.persisting.is_some() && self.ddata.is_some() => {
                 self.while_updating(input, out)
@@ -752,7 +879,9 @@ impl Coordinator {
             | Input::MembersChanged(_)
             | Input::Persisted
             | Input::StateRead(_)
-            | Input::StateWritten(_) => {}
+            | Input::StateWritten(_)
+            | Input::RememberedShards(_)
+            | Input::RememberShardAdded(_) => {}
             Input::Terminate => {
                 // `terminate()` (SC:1180-1196): no local region is alive by now (coordinated
                 // shutdown stopped it first), so the coordinator stops.
@@ -767,8 +896,18 @@ impl Coordinator {
     fn persist(&mut self, evt: CoordinatorEvent, then: AfterPersist, out: &mut Outbox) {
         self.persisting = Some((evt, then));
         if self.ddata.is_some() {
-            // `update(evt)`: the whole new state to the replicator, `waitingForUpdate`.
+            // `update(evt)`: the whole new state to the replicator, `waitingForUpdate`; with
+            // remember-entities a new allocation is also added to the remember store.
             self.write_state(&evt, out);
+            if let CoordinatorEvent::ShardHomeAllocated { shard, .. } = evt {
+                if self.settings.remember_entities && !self.state.shards.contains_key(&shard) {
+                    if let Some(d) = self.ddata.as_mut() {
+                        d.adding_shard = Some(shard);
+                        d.state_written = false;
+                    }
+                    self.add_remembered_shard(shard, out);
+                }
+            }
             return;
         }
         out.0.push(Output::Persist(evt));

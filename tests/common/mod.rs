@@ -5,6 +5,7 @@
 
 pub mod harness;
 
+use shardsim::ids::ShardId;
 use shardsim::protocol::coordinator::CoordinatorState;
 use shardsim::protocol::Addr;
 use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, StoreRequest, Timer};
@@ -80,6 +81,10 @@ pub enum O {
     StateRead(usize, Duration),
     /// ddata mode: a state write (the whole new state), additional replicas, timeout.
     StateWrite(Box<CoordinatorState>, usize, Duration),
+    /// ddata mode with remember-entities: the remember store's read of its shard set.
+    RememberedShardsRead(usize, Duration),
+    /// ddata mode with remember-entities: `AddShard`.
+    RememberShardAdd(ShardId, usize, Duration),
 }
 
 /// The comparable form of an output.
@@ -102,6 +107,15 @@ pub fn norm(o: &Output) -> O {
             additional,
             timeout,
         } => O::StateWrite(state.clone(), *additional, *timeout),
+        Output::RememberedShardsRead {
+            additional,
+            timeout,
+        } => O::RememberedShardsRead(*additional, *timeout),
+        Output::RememberShardAdd {
+            shard,
+            additional,
+            timeout,
+        } => O::RememberShardAdd(*shard, *additional, *timeout),
     }
 }
 
