@@ -119,7 +119,7 @@ impl Data {
         match kind {
             DataKind::OrSet => Data::OrSet(OrSet::new()),
             DataKind::GSet => Data::GSet(GSet::new()),
-            DataKind::Lww => Data::Lww(Box::new(LwwRegister::default())),
+            DataKind::Lww => Data::Lww(Box::default()),
         }
     }
 
