@@ -492,6 +492,14 @@ pub fn parse_trace_line(
             incarnation: num32("incarnation")?,
             generation: num32("generation")?,
         },
+        "coordinator_state_loaded" => TraceEvent::CoordinatorStateLoaded {
+            node: node("node")?,
+            events: typed(&v, "events", err)?,
+        },
+        "coordinator_state_updated" => TraceEvent::CoordinatorStateUpdated {
+            node: node("node")?,
+            event: typed(&v, "event", err)?,
+        },
         "coordinator_started" => TraceEvent::CoordinatorStarted {
             node: node("node")?,
             incarnation: num32("incarnation")?,

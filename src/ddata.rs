@@ -8,8 +8,9 @@
 //!   ([`Key::ShardEntities`], [`entity_key_part`]); the coordinator's set of shards with
 //!   remembered entities, a `GSet[String]` under `shard-<type>-all` ([`Key::AllShards`]). Both
 //!   are durable (`durable.keys = ["shard-*"]`, §9.1): they survive a restart of the node.
-//! - the coordinator state (§3.3), an `LWWRegister[State]` that is not durable: not modelled
-//!   yet, see [`Key`].
+//! - the coordinator state (§3.3) with `state-store-mode = ddata`, an `LWWRegister[State]`
+//!   under `<TypeName>CoordinatorState` ([`Key::CoordinatorState`], [`LwwRegister`]); not
+//!   durable.
 //!
 //! Layout: this file holds the keys, the [`Data`] a key holds and the Java hash helpers;
 //! `orset.rs` the CRDTs ([`OrSet`], [`GSet`]); `replicator.rs` the [`Replicator`] with its
@@ -20,6 +21,8 @@
 //! fixed order instead.
 
 use crate::ids::{EntityId, ShardId};
+use crate::membership::NodeAddr;
+use crate::protocol::coordinator::CoordinatorState;
 use std::fmt;
 
 mod orset;
@@ -40,10 +43,6 @@ pub use shard_store::{RememberStores, StoreInput, StoreOutput, StoreSettings};
 pub const ENTITY_KEYS_PER_SHARD: u8 = 5;
 
 /// A Distributed Data key, as sharding names them (§3.3, §6.4).
-///
-/// Still to come: the coordinator state register (`<TypeName>CoordinatorState`, an
-/// `LWWRegister[State]`, not durable, §3.3) will be another variant here, with its own
-/// [`Data`] variant.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum Key {
     /// `shard-<type>-<shardId>-<part>`: one fifth of the remembered entities of `shard`, an
@@ -57,6 +56,9 @@ pub enum Key {
     /// `shard-<type>-all`: the coordinator's remember store, a [`GSet`] of the shards that have
     /// remembered entities (§3.3).
     AllShards,
+    /// `<TypeName>CoordinatorState`: the whole coordinator state in an [`LwwRegister`]
+    /// (`state-store-mode = ddata`, §3.3). Not durable.
+    CoordinatorState,
 }
 
 impl Key {
@@ -73,6 +75,7 @@ impl Key {
         match self {
             Key::ShardEntities { .. } => DataKind::OrSet,
             Key::AllShards => DataKind::GSet,
+            Key::CoordinatorState => DataKind::Lww,
         }
     }
 }
@@ -83,6 +86,7 @@ impl fmt::Display for Key {
         match self {
             Key::ShardEntities { shard, part } => write!(f, "shard-{}-{}", shard.0, part),
             Key::AllShards => write!(f, "shard-all"),
+            Key::CoordinatorState => write!(f, "CoordinatorState"),
         }
     }
 }
@@ -94,6 +98,8 @@ pub enum DataKind {
     OrSet,
     /// A [`GSet`].
     GSet,
+    /// An [`LwwRegister`] of the coordinator state.
+    Lww,
 }
 
 /// The value of one key: entity and shard ids as raw `u32`.
@@ -103,6 +109,8 @@ pub enum Data {
     OrSet(OrSet<u32>),
     /// A grow-only set (shards with remembered entities).
     GSet(GSet<u32>),
+    /// The coordinator state register (boxed: the state is large next to the sets).
+    Lww(Box<LwwRegister>),
 }
 
 impl Data {
@@ -111,6 +119,7 @@ impl Data {
         match kind {
             DataKind::OrSet => Data::OrSet(OrSet::new()),
             DataKind::GSet => Data::GSet(GSet::new()),
+            DataKind::Lww => Data::Lww(Box::default()),
         }
     }
 
@@ -119,6 +128,7 @@ impl Data {
         match self {
             Data::OrSet(_) => DataKind::OrSet,
             Data::GSet(_) => DataKind::GSet,
+            Data::Lww(_) => DataKind::Lww,
         }
     }
 
@@ -136,15 +146,56 @@ impl Data {
                 m.merge(b);
                 Some(Data::GSet(m))
             }
+            (Data::Lww(a), Data::Lww(b)) => Some(Data::Lww(Box::new(a.merged(b).clone()))),
             _ => None,
         }
     }
 
-    /// The ids in the set, in order (whatever the kind).
+    /// The ids in the set, in order (whatever the kind; a register holds none).
     pub fn elements(&self) -> Vec<u32> {
         match self {
             Data::OrSet(s) => s.elements().collect(),
             Data::GSet(s) => s.elements().collect(),
+            Data::Lww(_) => Vec::new(),
+        }
+    }
+}
+
+/// Akka's `LWWRegister[State]` (akka-distributed-data `LWWRegister.scala`) holding the
+/// coordinator state (§3.3): the value, the timestamp of its write and the node that wrote it.
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct LwwRegister {
+    /// The value.
+    pub value: CoordinatorState,
+    /// When it was written (simulated µs), by [`LwwRegister::with_value`]'s clock.
+    pub timestamp: u64,
+    /// The writer (Akka's `UniqueAddress`: node and incarnation).
+    pub node: NodeAddr,
+}
+
+impl LwwRegister {
+    /// `withValue(node, value, defaultClock)`: the new value written by `node` at `now`, with
+    /// Akka's `LWWRegister.defaultClock`: `max(current timestamp + 1, now)`, so a write always
+    /// wins over the value it replaces on the same replica, even within one clock tick.
+    pub fn with_value(&self, node: NodeAddr, value: CoordinatorState, now_us: u64) -> LwwRegister {
+        LwwRegister {
+            value,
+            timestamp: now_us.max(self.timestamp.saturating_add(1)),
+            node,
+        }
+    }
+
+    /// `LWWRegister.merge`: the higher timestamp wins; on equal timestamps the lower node
+    /// address (Akka: `that.node < node`), so every replica picks the same value.
+    pub fn merged<'a>(&'a self, that: &'a LwwRegister) -> &'a LwwRegister {
+        if that.timestamp > self.timestamp {
+            that
+        } else if that.timestamp < self.timestamp {
+            self
+        } else if that.node < self.node {
+            that
+        } else {
+            self
         }
     }
 }

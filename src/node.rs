@@ -14,16 +14,17 @@
 //! asked to. Nothing here reads a clock, a socket or a global, and nothing panics.
 
 use crate::ddata::{
-    Data, Key, RememberStores, ReplInput, ReplMsg, ReplOutput, ReplTimer, Replicator,
-    ReplicatorConfig, StoreInput, StoreOutput, StoreSettings,
+    Data, GetResult, Key, ReadConsistency, RememberStores, ReplInput, ReplMsg, ReplOutput,
+    ReplTimer, Replicator, ReplicatorConfig, StoreInput, StoreOutput, StoreSettings, UpdateOp,
+    UpdateResult, WriteConsistency,
 };
 use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, ShardId};
 use crate::membership::MembershipEvent;
 use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipConfig, NodeAddr};
 use crate::protocol::allocation::LeastShardAllocationStrategy;
-use crate::protocol::coordinator::Coordinator;
+use crate::protocol::coordinator::{Coordinator, StateReadResult, StateWriteResult};
 use crate::protocol::region::{Region, RegionConfig};
-use crate::protocol::settings::RememberStore;
+use crate::protocol::settings::{RememberStore, StateStoreMode};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
     LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach,
@@ -384,9 +385,15 @@ pub struct Node {
     /// The singleton's back-off: no coordinator start before this time (µs).
     coord_backoff_until: u64,
     membership: Membership,
-    /// The `ddata` remember-entities stores and the replicator (hosting nodes with
-    /// remember-entities on and `remember-entities-store = ddata`).
+    /// The node's Distributed Data replicator with the `ddata` remember-entities stores in
+    /// front of it (hosting nodes with remember-entities on and `remember-entities-store =
+    /// ddata`, or with `state-store-mode = ddata`: the coordinator's register shares it).
     stores: Option<RememberStores>,
+    /// The replicator's answers to the coordinator, delivered once the coordinator's current
+    /// input is done (the replicator is another actor: its reply is a later message).
+    coord_inbox: Vec<Input>,
+    /// The coordinator's input and its outputs are being handled.
+    coord_busy: bool,
     sout: Vec<StoreOutput>,
     /// This node's current member view.
     view: Vec<Member>,
@@ -423,6 +430,8 @@ impl Node {
             coord_backoff_until: 0,
             membership: Membership::new(me, hosting, cfg.membership.clone()),
             stores: None,
+            coord_inbox: Vec::new(),
+            coord_busy: false,
             sout: Vec::new(),
             view: Vec::new(),
             timers: BTreeMap::new(),
@@ -476,8 +485,9 @@ impl Node {
             NodeInput::Start { seeds } => {
                 let st = &self.cfg.region.settings;
                 if self.hosting
-                    && st.remember_entities
-                    && st.remember_entities_store == RememberStore::Ddata
+                    && ((st.remember_entities
+                        && st.remember_entities_store == RememberStore::Ddata)
+                        || st.state_store_mode == StateStoreMode::Ddata)
                 {
                     let replicator =
                         Replicator::new(self.me, ReplicatorConfig::default(), out.disk());
@@ -625,6 +635,7 @@ impl Node {
     }
 
     fn coordinator_input(&mut self, now: Instant, input: Input, out: &mut impl NodeHost) {
+        let busy = std::mem::replace(&mut self.coord_busy, true);
         let mut o = std::mem::take(&mut self.out);
         if let Some(c) = self.coordinator.as_mut() {
             c.handle(now, input, &mut o);
@@ -634,6 +645,86 @@ impl Node {
         }
         self.apply(now, Role::Coordinator, &mut o, out);
         self.restore_outbox(o);
+        self.coord_busy = busy;
+        self.drain_coord_inbox(now, out);
+    }
+
+    /// Hand the replicator's answers to the coordinator, unless it is handling an input now
+    /// (then it gets them right after).
+    fn drain_coord_inbox(&mut self, now: Instant, out: &mut impl NodeHost) {
+        if self.coord_busy || self.coord_inbox.is_empty() {
+            return;
+        }
+        let inbox = std::mem::take(&mut self.coord_inbox);
+        for input in inbox {
+            self.coordinator_input(now, input, out);
+        }
+    }
+
+    /// A ddata coordinator's state request to the node's replicator, tagged with the
+    /// coordinator's generation (a late answer to an earlier coordinator here is dropped, as
+    /// a reply to a dead actor is).
+    fn coordinator_state_request(&mut self, now: Instant, o: Output, out: &mut impl NodeHost) {
+        let req = u64::from(self.coord_gen);
+        let input = match o {
+            Output::StateRead {
+                additional,
+                timeout,
+            } => ReplInput::Get {
+                req,
+                key: Key::CoordinatorState,
+                consistency: ReadConsistency::Majority { additional },
+                timeout,
+            },
+            Output::StateWrite {
+                state,
+                additional,
+                timeout,
+            } => ReplInput::Update {
+                req,
+                key: Key::CoordinatorState,
+                consistency: WriteConsistency::Majority { additional },
+                timeout,
+                op: UpdateOp::LwwAssign {
+                    value: state,
+                    now_us: now.0,
+                },
+            },
+            // The coordinator's remember store (`DDataRememberEntitiesCoordinatorStore`).
+            Output::RememberedShardsRead {
+                additional,
+                timeout,
+            } => ReplInput::Get {
+                req,
+                key: Key::AllShards,
+                consistency: ReadConsistency::Majority { additional },
+                timeout,
+            },
+            Output::RememberShardAdd {
+                shard,
+                additional,
+                timeout,
+            } => ReplInput::Update {
+                req,
+                key: Key::AllShards,
+                consistency: WriteConsistency::Majority { additional },
+                timeout,
+                op: UpdateOp::GSetAdd(vec![shard.0]),
+            },
+            _ => return,
+        };
+        self.store_input(now, StoreInput::Replicator(input), out);
+    }
+
+    /// The replicator answered the coordinator's read or write `req`.
+    fn coordinator_state_reply(&mut self, req: u64, reply: Input) {
+        let current = self
+            .coordinator
+            .as_ref()
+            .is_some_and(|c| c.is_ddata() && u64::from(self.coord_gen) == req);
+        if current {
+            self.coord_inbox.push(reply);
+        }
     }
 
     fn set_timer(&mut self, timer: NodeTimer, after: Duration, out: &mut impl NodeHost) {
@@ -711,6 +802,10 @@ impl Node {
                     gen: self.coord_gen,
                     event,
                 }),
+                o @ (Output::StateRead { .. }
+                | Output::StateWrite { .. }
+                | Output::RememberedShardsRead { .. }
+                | Output::RememberShardAdd { .. }) => self.coordinator_state_request(now, o, out),
                 Output::Observe(Observation::Delivered { env, incarnation }) => {
                     out.delivered(env, incarnation)
                 }
@@ -841,7 +936,55 @@ impl Node {
                 StoreOutput::Replicator(ReplOutput::Durable { key, data }) => {
                     out.output(NodeOutput::Durable { key, data })
                 }
-                // Answers go to the stores, never here.
+                // The coordinator register's answers; the stores' own go to them.
+                StoreOutput::Replicator(ReplOutput::GetResponse {
+                    req,
+                    key: Key::CoordinatorState,
+                    result,
+                }) => {
+                    let r = match result {
+                        GetResult::Success(Data::Lww(reg)) => {
+                            StateReadResult::Found(Box::new(reg.value))
+                        }
+                        GetResult::Success(_) | GetResult::NotFound => StateReadResult::NotFound,
+                        GetResult::Failure => StateReadResult::Failure,
+                    };
+                    self.coordinator_state_reply(req, Input::StateRead(r));
+                }
+                StoreOutput::Replicator(ReplOutput::UpdateResponse {
+                    req,
+                    key: Key::CoordinatorState,
+                    result,
+                }) => {
+                    let r = match result {
+                        UpdateResult::Success => StateWriteResult::Success,
+                        UpdateResult::Timeout => StateWriteResult::Timeout,
+                        UpdateResult::ModifyFailure => StateWriteResult::ModifyFailure,
+                    };
+                    self.coordinator_state_reply(req, Input::StateWritten(r));
+                }
+                StoreOutput::Replicator(ReplOutput::GetResponse {
+                    req,
+                    key: Key::AllShards,
+                    result,
+                }) => {
+                    let ids = match result {
+                        GetResult::Success(d) => {
+                            Some(d.elements().into_iter().map(ShardId).collect())
+                        }
+                        GetResult::NotFound => Some(Vec::new()),
+                        GetResult::Failure => None,
+                    };
+                    self.coordinator_state_reply(req, Input::RememberedShards(ids));
+                }
+                StoreOutput::Replicator(ReplOutput::UpdateResponse {
+                    req,
+                    key: Key::AllShards,
+                    result,
+                }) => {
+                    let ok = result == UpdateResult::Success;
+                    self.coordinator_state_reply(req, Input::RememberShardAdded(ok));
+                }
                 StoreOutput::Replicator(_) => {}
                 StoreOutput::Reply(reply) => {
                     out.output(NodeOutput::StoreReplyLocal(Box::new(reply)))
@@ -861,6 +1004,7 @@ impl Node {
             }
         }
         self.sout = sout;
+        self.drain_coord_inbox(now, out);
     }
 
     /// This node's member view changed: tell its coordinator and region, then re-decide where
@@ -987,6 +1131,34 @@ impl Node {
         let strategy = Box::new(LeastShardAllocationStrategy::new(
             settings.least_shard_allocation_strategy.clone(),
         ));
+        if settings.state_store_mode == StateStoreMode::Ddata {
+            // DDataShardCoordinator: starts at once and reads its state from the replicator.
+            let mut o = std::mem::take(&mut self.out);
+            let c = Coordinator::start_ddata(
+                Addr {
+                    node,
+                    inc,
+                    role: Role::Coordinator,
+                },
+                settings.clone(),
+                self.cfg.region.options.clone(),
+                strategy,
+                &mut o,
+            );
+            self.coordinator = Some(c);
+            self.coord_gen += 1;
+            out.output(NodeOutput::CoordinatorStarted {
+                generation: self.coord_gen,
+                replayed: 0,
+            });
+            let busy = std::mem::replace(&mut self.coord_busy, true);
+            self.apply(now, Role::Coordinator, &mut o, out);
+            self.restore_outbox(o);
+            self.coord_busy = busy;
+            let view = self.view.clone();
+            self.coordinator_input(now, Input::MembersChanged(view), out);
+            return;
+        }
         let mut o = std::mem::take(&mut self.out);
         let recovered = out.journal().map(|journal| {
             let c = Coordinator::recover(
@@ -1146,6 +1318,7 @@ impl Node {
         if self.coordinator.take().is_none() {
             return;
         }
+        self.coord_inbox.clear();
         self.timers
             .retain(|t, _| !matches!(t, NodeTimer::Role(t) if t.role() == Role::Coordinator));
         out.output(NodeOutput::CoordinatorStopped { reason });

@@ -219,6 +219,17 @@ pub enum Input {
     /// §4.5): stop, after the write in flight and what was stashed before it (the fix of
     /// §12 B5); answered with [`Output::Stop`].
     Terminate,
+    /// Coordinator, `state-store-mode = ddata`: the answer to its [`Output::StateRead`] (§3.3).
+    StateRead(coordinator::StateReadResult),
+    /// Coordinator, `state-store-mode = ddata`: the answer to its last [`Output::StateWrite`]
+    /// (§3.3).
+    StateWritten(coordinator::StateWriteResult),
+    /// Coordinator, ddata mode with remember-entities: its remember store's set of shards
+    /// (`RememberedShards`), `None` when the read failed (the store reads again).
+    RememberedShards(Option<Vec<ShardId>>),
+    /// Coordinator, ddata mode with remember-entities: the remember store's answer to the
+    /// `AddShard` in flight (`UpdateDone` or `UpdateFailed`).
+    RememberShardAdded(bool),
 }
 
 /// Why an entity stopped.
@@ -364,6 +375,17 @@ pub enum Observation {
         /// Why.
         cause: ShardFailure,
     },
+    /// A ddata coordinator read its state (`onInitialState`, §3.3): what it starts from.
+    CoordinatorStateLoaded {
+        /// The state read (empty for `NotFound`).
+        state: Box<coordinator::CoordinatorState>,
+    },
+    /// A ddata coordinator's update succeeded on enough replicas (`UpdateSuccess`); it
+    /// applies `event` next.
+    CoordinatorStateUpdated {
+        /// The event.
+        event: CoordinatorEvent,
+    },
 }
 
 /// Why a Shard threw.
@@ -401,6 +423,45 @@ pub enum Output {
     CancelTimer(Timer),
     /// Write an event to the coordinator's journal; the host answers with [`Input::Persisted`].
     Persist(CoordinatorEvent),
+    /// `state-store-mode = ddata`: read the coordinator state register
+    /// (`Get(<TypeName>CoordinatorState, ReadMajorityPlus(timeout, additional, min-cap))`,
+    /// §3.3); the host answers with [`Input::StateRead`].
+    StateRead {
+        /// `ReadMajorityPlus`'s additional replicas.
+        additional: usize,
+        /// `waiting-for-state-timeout`.
+        timeout: Duration,
+    },
+    /// `state-store-mode = ddata` with remember-entities: the coordinator's remember store
+    /// reads `shard-<type>-all` (a GSet, durable); the host answers with
+    /// [`Input::RememberedShards`].
+    RememberedShardsRead {
+        /// `ReadMajorityPlus`'s additional replicas.
+        additional: usize,
+        /// `waiting-for-state-timeout`.
+        timeout: Duration,
+    },
+    /// `state-store-mode = ddata` with remember-entities: `AddShard(shard)` to the
+    /// coordinator's remember store; the host answers with [`Input::RememberShardAdded`].
+    RememberShardAdd {
+        /// The newly allocated shard.
+        shard: ShardId,
+        /// `WriteMajorityPlus`'s additional replicas.
+        additional: usize,
+        /// `updating-state-timeout`.
+        timeout: Duration,
+    },
+    /// `state-store-mode = ddata`: write the whole new state (`Update(..., WriteMajorityPlus
+    /// (timeout, additional, min-cap))` with `reg.withValueOf(state)`, §3.3); the host answers
+    /// with [`Input::StateWritten`].
+    StateWrite {
+        /// `state.updated(evt)`.
+        state: Box<coordinator::CoordinatorState>,
+        /// `WriteMajorityPlus`'s additional replicas.
+        additional: usize,
+        /// `updating-state-timeout`.
+        timeout: Duration,
+    },
     /// A fact for the checkers and the trace.
     Observe(Observation),
     /// A request from a Shard to its remember-entities store (§2.6); the host answers with a

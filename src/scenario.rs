@@ -4,7 +4,7 @@
 use crate::fault::{FaultError, TimedFault};
 use crate::membership::MembershipConfig;
 use crate::protocol::entity::ExtractorKind;
-use crate::protocol::settings::{ProtocolOptions, Settings};
+use crate::protocol::settings::{ProtocolOptions, RememberStore, Settings, StateStoreMode};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -547,6 +547,37 @@ impl Scenario {
                     // any store could answer.
                     return err(field, "must be above 0 with remember-entities on".into());
                 }
+            }
+        }
+        if st.state_store_mode == StateStoreMode::Ddata {
+            for (field, v) in [
+                (
+                    "settings.updating-state-timeout-ms",
+                    st.updating_state_timeout_ms,
+                ),
+                (
+                    "settings.waiting-for-state-timeout-ms",
+                    st.waiting_for_state_timeout_ms,
+                ),
+            ] {
+                if v == 0 {
+                    // The ddata coordinator's reads and writes time out after these (§3.3).
+                    return err(
+                        field,
+                        "must be above 0 with state-store-mode = ddata".into(),
+                    );
+                }
+            }
+            if st.remember_entities && st.remember_entities_store == RememberStore::Eventsourced {
+                // Akka's coordinator then keeps its remembered shards in the journal
+                // (EventSourcedRememberEntitiesCoordinatorStore, §3.3): not modelled.
+                return err(
+                    "settings.state-store-mode",
+                    "ddata with remember-entities-store = eventsourced is not modelled (the \
+                     coordinator's eventsourced remember store); use remember-entities-store = \
+                     ddata or state-store-mode = persistence"
+                        .into(),
+                );
             }
         }
         if !(0.0..=1.0).contains(&self.workload.ignore_stop_probability) {

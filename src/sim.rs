@@ -1026,6 +1026,15 @@ impl World {
                 }
             }
             Observation::CoordinatorRecovered { .. } => {}
+            Observation::CoordinatorStateLoaded { state } => {
+                self.emit(TraceEvent::CoordinatorStateLoaded {
+                    node,
+                    events: state.as_events(),
+                })
+            }
+            Observation::CoordinatorStateUpdated { event } => {
+                self.emit(TraceEvent::CoordinatorStateUpdated { node, event })
+            }
             Observation::ShardFailed { shard, cause } => {
                 let (cause, illegal) = match cause {
                     ShardFailure::Injected => ("injected".to_string(), false),

@@ -337,6 +337,22 @@ pub enum TraceEvent {
         /// The remembered entities it returned.
         entities: Vec<EntityId>,
     },
+    /// A ddata coordinator read its state (§3.3): the events that rebuild it from empty.
+    CoordinatorStateLoaded {
+        /// The coordinator's node.
+        node: NodeId,
+        /// Regions, proxies and allocations ([`CoordinatorState::as_events`]).
+        ///
+        /// [`CoordinatorState::as_events`]: crate::protocol::coordinator::CoordinatorState::as_events
+        events: Vec<CoordinatorEvent>,
+    },
+    /// A ddata coordinator's state update succeeded on enough replicas; it applies `event`.
+    CoordinatorStateUpdated {
+        /// The coordinator's node.
+        node: NodeId,
+        /// The event.
+        event: CoordinatorEvent,
+    },
 }
 
 fn ids_json(ids: &[EntityId]) -> Value {
@@ -416,6 +432,8 @@ impl TraceEvent {
             TraceEvent::Timer { .. } => "timer",
             TraceEvent::Persisted { .. } => "persisted",
             TraceEvent::CoordinatorStarted { .. } => "coordinator_started",
+            TraceEvent::CoordinatorStateLoaded { .. } => "coordinator_state_loaded",
+            TraceEvent::CoordinatorStateUpdated { .. } => "coordinator_state_updated",
             TraceEvent::ShardHosted { .. } => "shard_hosted",
             TraceEvent::ShardUnhosted { .. } => "shard_unhosted",
             TraceEvent::ShardAllocated { .. } => "shard_allocated",
@@ -601,6 +619,17 @@ impl TraceEvent {
                 put("node", json!(node.0));
                 put("incarnation", json!(incarnation));
                 put("generation", json!(generation));
+            }
+            TraceEvent::CoordinatorStateLoaded { node, events } => {
+                put("node", json!(node.0));
+                put(
+                    "events",
+                    serde_json::to_value(events).unwrap_or(Value::Null),
+                );
+            }
+            TraceEvent::CoordinatorStateUpdated { node, event } => {
+                put("node", json!(node.0));
+                put("event", serde_json::to_value(event).unwrap_or(Value::Null));
             }
             TraceEvent::CoordinatorStarted {
                 node,

@@ -116,6 +116,24 @@ impl Liveness {
             TraceEvent::CoordinatorStopped { node, .. } => {
                 self.coordinators.remove(node);
             }
+            // ddata mode (§3.3): the state read replaces the (empty) journal replay, and each
+            // successful update is applied as the coordinator applies it.
+            TraceEvent::CoordinatorStateLoaded { node, events } => {
+                if let Some(c) = self.coordinators.get_mut(node) {
+                    let mut state = CoordinatorState::default();
+                    for e in events {
+                        if state.updated(e).is_err() {
+                            break;
+                        }
+                    }
+                    c.state = state;
+                }
+            }
+            TraceEvent::CoordinatorStateUpdated { node, event } => {
+                if let Some(c) = self.coordinators.get_mut(node) {
+                    let _ = c.state.updated(event);
+                }
+            }
             TraceEvent::Persisted {
                 node,
                 incarnation,

@@ -45,6 +45,7 @@
 
 use super::{Data, DataKind, Key};
 use crate::membership::NodeAddr;
+use crate::protocol::coordinator::CoordinatorState;
 use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,11 +61,12 @@ pub fn calculate_majority(min_cap: usize, number_of_nodes: usize, additional: us
 }
 
 /// The durability rule sharding configures (`distributed-data.durable.keys = ["shard-*"]`,
-/// §3.3, §9.1): the remember-entities keys and the coordinator's remember store are durable.
-/// (The coordinator state register, when it comes, will not be.)
+/// §3.3, §9.1): the remember-entities keys and the coordinator's remember store are durable;
+/// the coordinator state register (`<TypeName>CoordinatorState`) is not.
 pub fn default_durable(key: &Key) -> bool {
     match key {
         Key::ShardEntities { .. } | Key::AllShards => true,
+        Key::CoordinatorState => false,
     }
 }
 
@@ -135,6 +137,14 @@ pub enum UpdateOp {
     },
     /// Add ids to a [`GSet`](super::GSet).
     GSetAdd(Vec<u32>),
+    /// `reg.withValueOf(state)` on an [`LwwRegister`](super::LwwRegister) (the ddata
+    /// coordinator's update, §3.3): the writer is this replica, the clock the simulated time.
+    LwwAssign {
+        /// The new coordinator state.
+        value: Box<CoordinatorState>,
+        /// The simulated time of the update (µs).
+        now_us: u64,
+    },
 }
 
 impl UpdateOp {
@@ -144,6 +154,7 @@ impl UpdateOp {
                 DataKind::OrSet
             }
             UpdateOp::GSetAdd(_) => DataKind::GSet,
+            UpdateOp::LwwAssign { .. } => DataKind::Lww,
         }
     }
 
@@ -157,6 +168,9 @@ impl UpdateOp {
                 remove.iter().for_each(|&x| s.remove(x));
             }
             (UpdateOp::GSetAdd(add), Data::GSet(s)) => add.iter().for_each(|&x| s.add(x)),
+            (UpdateOp::LwwAssign { value, now_us }, Data::Lww(r)) => {
+                **r = r.with_value(me, (**value).clone(), *now_us);
+            }
             // Kinds are checked before; a mismatch changes nothing.
             _ => {}
         }

@@ -13,6 +13,11 @@
 //! - an `Update` before the load completed, or while one is in flight, is dropped, as Akka does
 //!   (logged there; the Shard's own timeout then fires).
 //!
+//! The node's one [`Replicator`] lives here, beside the stores: with `state-store-mode = ddata`
+//! the coordinator's requests go through [`StoreInput::Replicator`] too, and the answers for
+//! keys ([`Key::CoordinatorState`], and [`Key::AllShards`] of its remember store) come back out
+//! as [`StoreOutput::Replicator`].
+//!
 //! A Shard instance (region uid, restart count) owns one store; a request from a newer
 //! instance of the same shard replaces the old store, whose late answers are then ignored (the
 //! old store was the old Shard's child and died with it).
@@ -191,6 +196,17 @@ impl RememberStores {
         self.replicator.handle(now, input, &mut scratch);
         for o in scratch.drain(..) {
             match o {
+                // The coordinator's register and its remember store share the node's
+                // replicator (§3.3): their answers go to the node, which hands them to the
+                // coordinator.
+                ReplOutput::GetResponse {
+                    key: Key::CoordinatorState | Key::AllShards,
+                    ..
+                }
+                | ReplOutput::UpdateResponse {
+                    key: Key::CoordinatorState | Key::AllShards,
+                    ..
+                } => out.push(StoreOutput::Replicator(o)),
                 ReplOutput::GetResponse { req, result, .. } => self.on_get(now, req, result, out),
                 ReplOutput::UpdateResponse { req, result, .. } => {
                     self.on_update(now, req, result, out)

@@ -1,10 +1,22 @@
-//! ShardCoordinator in persistent mode (akka-sharding.md §3.2, §4, §7): the cluster singleton
-//! that decides where shards live, persists its decisions to a journal before answering, and
-//! drives rebalancing through one hand-off worker per shard.
+//! ShardCoordinator (akka-sharding.md §3.2, §3.3, §4, §7): the cluster singleton that decides
+//! where shards live, makes its decisions durable before answering, and drives rebalancing
+//! through one hand-off worker per shard.
 //!
-//! Sans-IO: call [`Coordinator::handle`] with the time and one input. `Output::Persist` asks the
-//! host to write an event; until the host answers `Input::Persisted` every other input is stashed
-//! (Akka's `persist` semantics), then the stash is replayed in order.
+//! Two modes share the state machine, the handlers and `CoordinatorState::updated`; they differ
+//! only in how an event becomes durable and how the state is loaded (`state-store-mode`):
+//! - persistence (`PersistentShardCoordinator`, §3.2): [`Coordinator::recover`] replays the
+//!   journal; `Output::Persist` asks the host to write an event; until the host answers
+//!   `Input::Persisted` every other input is stashed (Akka's `persist`), then the stash is
+//!   replayed in order.
+//! - ddata (`DDataShardCoordinator`, SC:1658-2108, §3.3): [`Coordinator::start_ddata`] reads
+//!   the state register (`Output::StateRead`, retried on `GetFailure`, `Register` dropped
+//!   meanwhile); every event becomes `Output::StateWrite` of the whole `state.updated(evt)`
+//!   (`waitingForUpdate`): `GetShardHome` for a known shard is answered at once (akka#24064),
+//!   others wait in a set of pending requests (akka#25444) unstashed one at a time, `Terminate`
+//!   is stashed and marks the coordinator terminating, an `UpdateTimeout` resends the update
+//!   (or stops, if terminating).
+//!
+//! Sans-IO: call [`Coordinator::handle`] with the time and one input.
 
 use crate::ids::{RegionRef, ShardId};
 use crate::protocol::allocation::{ClusterHealth, RegionEntry, ShardAllocationStrategy};
@@ -17,7 +29,7 @@ use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The coordinator's durable state (§3.1, SC:524-598).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CoordinatorState {
     /// shard → owning region.
     pub shards: BTreeMap<ShardId, RegionRef>,
@@ -38,6 +50,29 @@ pub struct CoordinatorState {
 pub struct StateError(pub String);
 
 impl CoordinatorState {
+    /// Events that rebuild this state from empty with [`CoordinatorState::updated`]: every
+    /// region, every proxy, every allocation in its region's order (`unallocated` is left out:
+    /// no event sequence from empty produces it alone). For the trace of a ddata load.
+    pub fn as_events(&self) -> Vec<CoordinatorEvent> {
+        let mut v: Vec<CoordinatorEvent> = self
+            .regions
+            .keys()
+            .map(|r| CoordinatorEvent::ShardRegionRegistered { region: *r })
+            .collect();
+        v.extend(
+            self.proxies
+                .iter()
+                .map(|p| CoordinatorEvent::ShardRegionProxyRegistered { proxy: *p }),
+        );
+        for (region, shards) in &self.regions {
+            v.extend(shards.iter().map(|s| CoordinatorEvent::ShardHomeAllocated {
+                shard: *s,
+                region: *region,
+            }));
+        }
+        v
+    }
+
     /// `State.updated(evt)` with Akka's preconditions (§3.1). Recovery tolerances of §3.2: an
     /// unknown region or proxy termination is ignored.
     pub fn updated(&mut self, evt: &CoordinatorEvent) -> Result<(), StateError> {
@@ -131,8 +166,58 @@ enum AfterPersist {
     ProxyTerminated,
 }
 
+/// The answer to a ddata coordinator's state read (`GetSuccess`, `NotFound`, `GetFailure`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateReadResult {
+    /// `GetSuccess`: the register's value.
+    Found(Box<CoordinatorState>),
+    /// `NotFound`: no replica read has the key; the coordinator starts empty.
+    NotFound,
+    /// `GetFailure`: not enough replicas answered within `waiting-for-state-timeout`.
+    Failure,
+}
+
+/// The answer to a ddata coordinator's state write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateWriteResult {
+    /// `UpdateSuccess`.
+    Success,
+    /// `UpdateTimeout`: too few replicas acked within `updating-state-timeout`.
+    Timeout,
+    /// `ModifyFailure`.
+    ModifyFailure,
+}
+
+/// `coordinator-state.read-majority-plus` (5, §9.1).
+pub const STATE_READ_MAJORITY_PLUS: usize = 5;
+/// `coordinator-state.write-majority-plus` (3, §9.1).
+pub const STATE_WRITE_MAJORITY_PLUS: usize = 3;
+
+/// What only the ddata coordinator has (`DDataShardCoordinator`, SC:1658-2108).
+#[derive(Clone, Debug, Default)]
+struct Ddata {
+    /// `terminating`: `Terminate` arrived while an update was in flight.
+    terminating: bool,
+    /// `getShardHomeRequests`: `GetShardHome` requests (shard, sender) deferred while the
+    /// state loads or an update is in flight; a set, so one per shard and requester
+    /// (akka#25444).
+    pending: BTreeSet<(ShardId, Addr)>,
+    /// With remember-entities: the shards the coordinator's remember store (`shard-<type>-all`)
+    /// returned while the state was loading (`waitingForInitialState(rememberedShards)`).
+    remembered: BTreeSet<ShardId>,
+    /// With remember-entities: the new allocation whose `AddShard` is in flight beside the
+    /// state write (`waitingForRememberShard`).
+    adding_shard: Option<ShardId>,
+    /// The state write of the update in flight succeeded; the `AddShard` has not yet
+    /// (`waitingForStateWrite = false`).
+    state_written: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// ddata mode: `waitingForInitialState`, the state read is in flight; `Register` and
+    /// `RegisterProxy` are dropped (the regions retry).
+    WaitingForInitialState,
     /// Recovered a non-empty state; waiting for `StateInitialized` (§3.4). Register is ignored.
     WaitingForStateInitialized,
     Active,
@@ -162,6 +247,8 @@ pub struct Coordinator {
     /// The member view changed: look for terminated regions once not persisting.
     members_dirty: bool,
     stopped: bool,
+    /// `state-store-mode = ddata`; `None` in persistence mode.
+    ddata: Option<Ddata>,
 }
 
 impl Coordinator {
@@ -213,7 +300,371 @@ impl Coordinator {
             graceful: BTreeSet::new(),
             members_dirty: false,
             stopped: false,
+            ddata: None,
         })
+    }
+
+    /// Start a ddata-mode coordinator (`DDataShardCoordinator`, §3.3): it reads the state
+    /// register first (`getCoordinatorState()` in the constructor) and waits in
+    /// `waitingForInitialState` for the answer ([`Input::StateRead`]).
+    pub fn start_ddata(
+        me: Addr,
+        settings: Settings,
+        options: ProtocolOptions,
+        strategy: Box<dyn ShardAllocationStrategy>,
+        out: &mut Outbox,
+    ) -> Self {
+        let state = CoordinatorState {
+            remember_entities: settings.remember_entities,
+            ..CoordinatorState::default()
+        };
+        // The base constructor schedules the rebalance tick (SC:850).
+        out.set_timer(Timer::RebalanceTick, settings.rebalance_interval());
+        let c = Coordinator {
+            me,
+            settings,
+            options,
+            strategy,
+            state,
+            phase: Phase::WaitingForInitialState,
+            members: Vec::new(),
+            alive_regions: BTreeSet::new(),
+            all_regions_registered: false,
+            rebalance_in_progress: BTreeMap::new(),
+            handoffs: BTreeMap::new(),
+            persisting: None,
+            stash: VecDeque::new(),
+            termination_in_progress: BTreeSet::new(),
+            graceful: BTreeSet::new(),
+            members_dirty: false,
+            stopped: false,
+            ddata: Some(Ddata::default()),
+        };
+        c.read_state(out);
+        if c.settings.remember_entities {
+            // getAllRememberedShards(): the coordinator's remember store loads the set.
+            c.read_remembered_shards(out);
+        }
+        c
+    }
+
+    /// The coordinator remember store's `Get(shard-<type>-all, ReadMajorityPlus(waiting-for-
+    /// state-timeout, 5, min-cap))` (`DDataRememberEntitiesCoordinatorStore`, §3.3).
+    fn read_remembered_shards(&self, out: &mut Outbox) {
+        out.0.push(Output::RememberedShardsRead {
+            additional: self.read_additional(),
+            timeout: Duration::from_millis(self.settings.waiting_for_state_timeout_ms),
+        });
+    }
+
+    /// `AddShard(shard)` to the coordinator's remember store: `Update(shard-<type>-all,
+    /// WriteMajorityPlus(updating-state-timeout, 3, min-cap))(_ + shard)`.
+    fn add_remembered_shard(&self, shard: ShardId, out: &mut Outbox) {
+        out.0.push(Output::RememberShardAdd {
+            shard,
+            additional: self.write_additional(),
+            timeout: Duration::from_millis(self.settings.updating_state_timeout_ms),
+        });
+    }
+
+    fn read_additional(&self) -> usize {
+        if self.options.coordinator_plain_majority {
+            0
+        } else {
+            STATE_READ_MAJORITY_PLUS
+        }
+    }
+
+    fn write_additional(&self) -> usize {
+        if self.options.coordinator_plain_majority {
+            0
+        } else {
+            STATE_WRITE_MAJORITY_PLUS
+        }
+    }
+
+    /// The coordinator's remember store answered its load: the remembered shards, or `None`
+    /// (`GetFailure`: the store retries until it has them).
+    fn on_remembered_shards(&mut self, ids: Option<Vec<ShardId>>, out: &mut Outbox) {
+        let Some(ids) = ids else {
+            return self.read_remembered_shards(out);
+        };
+        if self.ddata.is_none() || !self.settings.remember_entities {
+            return;
+        }
+        if self.persisting.is_some() {
+            // waitingForUpdate: "Late arrival of remembered shards ..., stashing".
+            self.stash.push_back(Input::RememberedShards(Some(ids)));
+            return;
+        }
+        match self.phase {
+            Phase::WaitingForInitialState => {
+                if let Some(d) = self.ddata.as_mut() {
+                    d.remembered = ids.into_iter().collect();
+                }
+            }
+            // Akka's `waitingForStateInitialized` computes the union with `state.copy(...)`
+            // and drops the result (SC:1765-1772): the shards are not added.
+            Phase::WaitingForStateInitialized => {}
+            // receiveLateRememberedEntities: add them, then allocate them eagerly.
+            Phase::Active => {
+                if !ids.is_empty() {
+                    for s in ids {
+                        if !self.state.shards.contains_key(&s) {
+                            self.state.unallocated.insert(s);
+                        }
+                    }
+                    self.allocate_shard_homes_for_remember_entities();
+                }
+            }
+        }
+    }
+
+    /// The remember store answered the `AddShard` of the update in flight.
+    fn on_remember_shard_added(&mut self, ok: bool, out: &mut Outbox) {
+        let Some(d) = self.ddata.as_mut() else {
+            return;
+        };
+        let Some(shard) = d.adding_shard else {
+            return;
+        };
+        if !ok {
+            // onRememberEntitiesUpdateFailed: stop if terminating, else retry.
+            if d.terminating {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "terminating: the remember store update failed",
+                });
+            } else {
+                self.add_remembered_shard(shard, out);
+            }
+            return;
+        }
+        d.adding_shard = None;
+        if d.state_written {
+            d.state_written = false;
+            self.update_done(out);
+        }
+    }
+
+    /// Both writes of the update in flight are done (`unbecomeAfterUpdate`): the continuation,
+    /// one pending GetShardHome, then unstashAll (the caller's loop).
+    fn update_done(&mut self, out: &mut Outbox) {
+        if let Some((evt, _)) = self.persisting {
+            out.observe(Observation::CoordinatorStateUpdated { event: evt });
+        }
+        self.on_persisted(out);
+        self.unstash_one_get_shard_home();
+    }
+
+    /// Whether this coordinator keeps its state in Distributed Data.
+    pub fn is_ddata(&self) -> bool {
+        self.ddata.is_some()
+    }
+
+    /// Whether it is still reading its state (`waitingForInitialState`).
+    pub fn is_loading(&self) -> bool {
+        self.phase == Phase::WaitingForInitialState
+    }
+
+    /// The event being made durable, if any.
+    pub fn in_flight(&self) -> Option<CoordinatorEvent> {
+        self.persisting.map(|(e, _)| e)
+    }
+
+    /// ddata: the deferred `GetShardHome` requests (shard, requester), in order.
+    pub fn pending_get_shard_homes(&self) -> Vec<(ShardId, Addr)> {
+        self.ddata
+            .as_ref()
+            .map(|d| d.pending.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// `getCoordinatorState()`: `Get(key, ReadMajorityPlus(waiting-for-state-timeout, 5,
+    /// min-cap))` (§3.3); plain majority with the B4 pre-fix option.
+    fn read_state(&self, out: &mut Outbox) {
+        out.0.push(Output::StateRead {
+            additional: self.read_additional(),
+            timeout: Duration::from_millis(self.settings.waiting_for_state_timeout_ms),
+        });
+    }
+
+    /// `sendCoordinatorStateUpdate(evt)`: `Update(key, WriteMajorityPlus(updating-state-timeout,
+    /// 3, min-cap))` with `reg.withValueOf(state.updated(evt))` (§3.3); plain majority with the
+    /// B4 pre-fix option.
+    fn write_state(&self, evt: &CoordinatorEvent, out: &mut Outbox) {
+        let mut next = self.state.clone();
+        // Our handlers only update with events the state accepts (as in persistence mode).
+        let _ = next.updated(evt);
+        out.0.push(Output::StateWrite {
+            state: Box::new(next),
+            additional: self.write_additional(),
+            timeout: Duration::from_millis(self.settings.updating_state_timeout_ms),
+        });
+    }
+
+    /// ddata: `waitingForStateInitialized` stashes everything but `StateInitialized`,
+    /// `GetShardHome` (pending) and `Terminate` (SC:1749-1760); persistence mode drops
+    /// `Register` and `GetShardHome` there instead.
+    fn holds_stash(&self) -> bool {
+        self.ddata.is_some() && self.phase == Phase::WaitingForStateInitialized
+    }
+
+    /// The answer to the state read (`waitingForInitialState`, SC:1700-1745).
+    fn on_state_read(&mut self, result: StateReadResult, out: &mut Outbox) {
+        if self.ddata.is_none() || self.phase != Phase::WaitingForInitialState {
+            return;
+        }
+        let loaded = match result {
+            // "repeat until GetSuccess"
+            StateReadResult::Failure => return self.read_state(out),
+            StateReadResult::NotFound => self.state.clone(),
+            StateReadResult::Found(s) => CoordinatorState {
+                remember_entities: self.settings.remember_entities,
+                ..*s
+            },
+        };
+        // `onInitialState`: with remember-entities, the remembered shards that have no home
+        // join the unallocated ones.
+        self.state = loaded;
+        if let Some(d) = self.ddata.as_mut() {
+            let remembered = std::mem::take(&mut d.remembered);
+            if self.settings.remember_entities {
+                for s in remembered {
+                    if !self.state.shards.contains_key(&s) {
+                        self.state.unallocated.insert(s);
+                    }
+                }
+            }
+        }
+        out.observe(Observation::CoordinatorStateLoaded {
+            state: Box::new(self.state.clone()),
+        });
+        if self.state.regions.is_empty()
+            && self.state.proxies.is_empty()
+            && self.state.shards.is_empty()
+        {
+            self.phase = Phase::Active; // empty state: activate at once
+        } else {
+            // watchStateActors() (the member view is looked at next), StateInitialized after
+            // 500 ms (SC:1294-1322).
+            self.phase = Phase::WaitingForStateInitialized;
+            self.members_dirty = true;
+            out.set_timer(Timer::StateInitialized, Duration::from_millis(500));
+        }
+    }
+
+    /// The answer to the update in flight (`waitingForUpdate`, SC:1775-1860).
+    fn on_state_written(&mut self, result: StateWriteResult, out: &mut Outbox) {
+        let (Some(d), Some((evt, _))) = (self.ddata.as_ref(), self.persisting) else {
+            return;
+        };
+        let terminating = d.terminating;
+        match result {
+            StateWriteResult::Success => {
+                // With a remember store AddShard in flight, wait for it too.
+                if let Some(d) = self.ddata.as_mut().filter(|d| d.adding_shard.is_some()) {
+                    d.state_written = true;
+                    return;
+                }
+                self.update_done(out);
+            }
+            StateWriteResult::Timeout if terminating => {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "terminating: the state update timed out",
+                });
+            }
+            // "repeat until UpdateSuccess"
+            StateWriteResult::Timeout => self.write_state(&evt, out),
+            // `throw cause` (restart; here a stop and the singleton's back-off), or stop when
+            // terminating.
+            StateWriteResult::ModifyFailure => {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "the state update failed (ModifyFailure)",
+                });
+            }
+        }
+    }
+
+    /// `unstashOneGetShardHomeRequest` (SC:1885-1893): one deferred request back to the
+    /// mailbox, after whatever is stashed. Akka takes `getShardHomeRequests.head` of a hash
+    /// set; here the first by (shard, requester). A no-op in persistence mode.
+    fn unstash_one_get_shard_home(&mut self) {
+        let Some(d) = self.ddata.as_mut() else {
+            return;
+        };
+        if let Some((shard, from)) = d.pending.pop_first() {
+            self.stash.push_back(Input::Deliver {
+                from,
+                msg: Msg::GetShardHome { shard },
+            });
+        }
+    }
+
+    /// An input while the ddata state read is in flight (`waitingForInitialState`).
+    fn while_loading(&mut self, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Terminate => {
+                self.stopped = true;
+                out.0.push(Output::Stop {
+                    reason: "Terminate while waiting for the state",
+                });
+            }
+            // The fixed-delay tick keeps coming; unhandled now.
+            Input::Timeout(Timer::RebalanceTick) => {
+                out.set_timer(Timer::RebalanceTick, self.settings.rebalance_interval())
+            }
+            // Register, RegisterProxy ("not initialized yet"), GetShardHome and the rest:
+            // unhandled, the regions retry.
+            _ => {}
+        }
+    }
+
+    /// An input during `waitingForStateInitialized` in ddata mode (SC:1749-1760).
+    fn while_initializing(&mut self, now: Instant, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Timeout(Timer::StateInitialized) => {
+                self.unstash_one_get_shard_home();
+                self.dispatch(now, input, out);
+            }
+            Input::Deliver {
+                from,
+                msg: Msg::GetShardHome { shard },
+            } => {
+                if let Some(d) = self.ddata.as_mut() {
+                    d.pending.insert((shard, from));
+                }
+            }
+            Input::Terminate => self.dispatch(now, input, out),
+            input => self.stash.push_back(input),
+        }
+    }
+
+    /// An input while the ddata update is in flight (`waitingForUpdate`).
+    fn while_updating(&mut self, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Deliver {
+                from,
+                msg: Msg::GetShardHome { shard },
+            } => {
+                let requester = if from == self.me { None } else { Some(from) };
+                if !self.handle_get_shard_home(shard, requester, out) {
+                    // must wait for the update in progress
+                    if let Some(d) = self.ddata.as_mut() {
+                        d.pending.insert((shard, from));
+                    }
+                }
+            }
+            Input::Terminate => {
+                if let Some(d) = self.ddata.as_mut() {
+                    d.terminating = true;
+                }
+                self.stash.push_back(input);
+            }
+            input => self.stash.push_back(input),
+        }
     }
 
     /// Handle one input.
@@ -237,8 +688,19 @@ impl Coordinator {
                 }
                 return;
             }
-            Input::Persisted if self.persisting.is_some() => self.on_persisted(out),
+            Input::Persisted if self.persisting.is_some() && self.ddata.is_none() => {
+                self.on_persisted(out)
+            }
+            Input::StateRead(r) => self.on_state_read(r, out),
+            Input::StateWritten(r) => self.on_state_written(r, out),
+            Input::RememberShardAdded(ok) => self.on_remember_shard_added(ok, out),
+            Input::RememberedShards(ids) => self.on_remembered_shards(ids, out),
+            input if self.phase == Phase::WaitingForInitialState => self.while_loading(input, out),
+            input if self.persisting.is_some() && self.ddata.is_some() => {
+                self.while_updating(input, out)
+            }
             input if self.persisting.is_some() => self.stash.push_back(input),
+            input if self.holds_stash() => self.while_initializing(now, input, out),
             input => self.dispatch(now, input, out),
         }
         // unstashAll: stashed inputs and messages sent to self, in order, until the next persist.
@@ -250,6 +712,9 @@ impl Coordinator {
                 self.members_dirty = false;
                 self.check_terminated_regions(out);
                 continue;
+            }
+            if self.holds_stash() {
+                break;
             }
             let Some(input) = self.stash.pop_front() else {
                 break;
@@ -295,7 +760,7 @@ impl Coordinator {
         // the stash is replayed (unstashAll) until the next persist. Likewise a member change
         // seen while persisting is looked at right after.
         if self.persisting.is_none() && !self.stopped {
-            if !self.stash.is_empty() {
+            if !self.stash.is_empty() && !self.holds_stash() {
                 return breach(
                     "stash-only-while-persisting",
                     format!("{} stashed inputs, nothing persisting", self.stash.len()),
@@ -410,7 +875,13 @@ impl Coordinator {
         match input {
             Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
             Input::Timeout(t) => self.on_timeout(t, out),
-            Input::Request(_) | Input::MembersChanged(_) | Input::Persisted => {}
+            Input::Request(_)
+            | Input::MembersChanged(_)
+            | Input::Persisted
+            | Input::StateRead(_)
+            | Input::StateWritten(_)
+            | Input::RememberedShards(_)
+            | Input::RememberShardAdded(_) => {}
             Input::Terminate => {
                 // `terminate()` (SC:1180-1196): no local region is alive by now (coordinated
                 // shutdown stopped it first), so the coordinator stops.
@@ -424,6 +895,21 @@ impl Coordinator {
 
     fn persist(&mut self, evt: CoordinatorEvent, then: AfterPersist, out: &mut Outbox) {
         self.persisting = Some((evt, then));
+        if self.ddata.is_some() {
+            // `update(evt)`: the whole new state to the replicator, `waitingForUpdate`; with
+            // remember-entities a new allocation is also added to the remember store.
+            self.write_state(&evt, out);
+            if let CoordinatorEvent::ShardHomeAllocated { shard, .. } = evt {
+                if self.settings.remember_entities && !self.state.shards.contains_key(&shard) {
+                    if let Some(d) = self.ddata.as_mut() {
+                        d.adding_shard = Some(shard);
+                        d.state_written = false;
+                    }
+                    self.add_remembered_shard(shard, out);
+                }
+            }
+            return;
+        }
         out.0.push(Output::Persist(evt));
         out.set_timer(
             Timer::PersistTimeout,
@@ -530,7 +1016,9 @@ impl Coordinator {
         let Some((evt, then)) = self.persisting.take() else {
             return;
         };
-        out.cancel_timer(Timer::PersistTimeout);
+        if self.ddata.is_none() {
+            out.cancel_timer(Timer::PersistTimeout);
+        }
         if self.state.updated(&evt).is_err() {
             // Akka: `require` throws, the coordinator restarts. Our handlers only persist valid
             // events, so this is unreachable for a faithful protocol; keep going idempotently.
@@ -628,7 +1116,11 @@ impl Coordinator {
     }
 
     fn is_member_up(&self, r: RegionRef) -> bool {
-        // isMember (akka#18287): the local node, or an Up member of the current view.
+        // isMember (akka#18287): the local node, or an Up member of the current view. Before
+        // the fix (§12 B3) any region registered.
+        if self.options.register_from_non_up_members {
+            return true;
+        }
         (r.node == self.me.node && r.inc == self.me.inc)
             || self
                 .members
@@ -720,24 +1212,46 @@ impl Coordinator {
         v
     }
 
-    /// GetShardHome decision tree (§4.2).
-    fn on_get_shard_home(&mut self, shard: ShardId, requester: Option<Addr>, out: &mut Outbox) {
+    /// `handleGetShardHome` (SC:1240-1270): true when the request is dealt with (deferred
+    /// behind a rebalance, ignored before enough regions registered, or answered with the known
+    /// home), false when the shard must be allocated. In ddata mode a request dealt with lets
+    /// the next deferred one in ("continue unstash").
+    fn handle_get_shard_home(
+        &mut self,
+        shard: ShardId,
+        requester: Option<Addr>,
+        out: &mut Outbox,
+    ) -> bool {
         if let Some(waiting) = self.rebalance_in_progress.get_mut(&shard) {
             if let Some(r) = requester {
                 waiting.insert(r);
             }
-            return;
+            self.unstash_one_get_shard_home();
+            return true;
         }
-        if self.phase != Phase::Active || !self.all_regions_registered {
-            return;
+        if self.phase != Phase::Active {
+            // Persistence mode drops it; ddata mode defers it (an update stacked on
+            // `waitingForStateInitialized`).
+            return self.ddata.is_none();
+        }
+        if !self.all_regions_registered {
+            return true;
         }
         if let Some(region) = self.state.shards.get(&shard).copied() {
             if self.termination_in_progress.contains(&region) {
-                return; // B10 fix (akka#18314): never answer with a terminating region
-            }
-            if let Some(r) = requester {
+                // B10 fix (akka#18314): never answer with a terminating region
+            } else if let Some(r) = requester {
                 out.send(r, Msg::ShardHome { shard, region });
             }
+            self.unstash_one_get_shard_home();
+            return true;
+        }
+        false
+    }
+
+    /// GetShardHome decision tree (§4.2).
+    fn on_get_shard_home(&mut self, shard: ShardId, requester: Option<Addr>, out: &mut Outbox) {
+        if self.handle_get_shard_home(shard, requester, out) {
             return;
         }
         let mut entries = self.region_entries(true);

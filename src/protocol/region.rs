@@ -211,7 +211,12 @@ impl Region {
             }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
-            Input::Persisted | Input::Terminate => {}
+            Input::Persisted
+            | Input::Terminate
+            | Input::StateRead(_)
+            | Input::StateWritten(_)
+            | Input::RememberedShards(_)
+            | Input::RememberShardAdded(_) => {}
         }
     }
 

@@ -63,6 +63,23 @@ pub struct Settings {
     /// a graceful leave the region hands off its shards first; it gives up and stops
     /// `GracefulShutdownTimeout` = this − 1 s after it began (SR:1008-1018, §5.5).
     pub shutdown_region_timeout_ms: u64,
+    /// `state-store-mode`: where the coordinator keeps its state (§3.2, §3.3). Default here
+    /// `persistence` (Akka.NET's default, and every scenario before ddata mode existed); Akka's
+    /// default is `ddata` (§9.1).
+    pub state_store_mode: StateStoreMode,
+}
+
+/// Where the coordinator keeps its state (`akka.cluster.sharding.state-store-mode`, §9.1).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateStoreMode {
+    /// `PersistentShardCoordinator` (§3.2): events in the journal, replayed on start.
+    /// Akka.NET's default; deprecated in Akka since 2.6.
+    #[default]
+    Persistence,
+    /// `DDataShardCoordinator` (§3.3): the whole state in an `LWWRegister` of the nodes'
+    /// Distributed Data replicators, majority-plus reads and writes. Akka's default.
+    Ddata,
 }
 
 /// Where remembered entities are stored (`remember-entities-store`, §6.4).
@@ -99,6 +116,7 @@ impl Default for Settings {
             updating_state_timeout_ms: 5_000,
             waiting_for_state_timeout_ms: 2_000,
             shutdown_region_timeout_ms: 10_000,
+            state_store_mode: StateStoreMode::Persistence,
         }
     }
 }
@@ -237,6 +255,16 @@ pub struct ProtocolOptions {
     /// the next coordinator recovered. Off = the fix (`Terminate`, stashed during the write:
     /// the hand-over waits for it).
     pub coordinator_stops_during_write: bool,
+    /// Akka before PR akka#18293 (2.4.0, §12 B3): the coordinator accepts `Register` from a
+    /// region whose member is not Up (Joining), so in ddata mode it writes its state over a
+    /// view where it alone is a replica; the next coordinator reads an empty state. Off = the
+    /// fix (`isMember`: only Up members, and the local node, register).
+    pub register_from_non_up_members: bool,
+    /// Akka before PR akka#28895 (2.6.5, §12 B4): the ddata coordinator reads and writes its
+    /// state with plain majorities (`ReadMajority`/`WriteMajority`, `majority-min-cap` 5)
+    /// instead of `ReadMajorityPlus(5)`/`WriteMajorityPlus(3)`, so a write can miss the nodes
+    /// the next coordinator reads after the writers left. Off = the fix.
+    pub coordinator_plain_majority: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }

@@ -5,6 +5,8 @@
 
 pub mod harness;
 
+use shardsim::ids::ShardId;
+use shardsim::protocol::coordinator::CoordinatorState;
 use shardsim::protocol::Addr;
 use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, StoreRequest, Timer};
 use shardsim::time::Duration;
@@ -75,6 +77,14 @@ pub enum O {
     Local(Local),
     Store(StoreRequest),
     Stop(&'static str),
+    /// ddata mode: a state read with its additional replicas and timeout.
+    StateRead(usize, Duration),
+    /// ddata mode: a state write (the whole new state), additional replicas, timeout.
+    StateWrite(Box<CoordinatorState>, usize, Duration),
+    /// ddata mode with remember-entities: the remember store's read of its shard set.
+    RememberedShardsRead(usize, Duration),
+    /// ddata mode with remember-entities: `AddShard`.
+    RememberShardAdd(ShardId, usize, Duration),
 }
 
 /// The comparable form of an output.
@@ -88,6 +98,24 @@ pub fn norm(o: &Output) -> O {
         Output::Local { msg, .. } => O::Local(*msg),
         Output::Store(req) => O::Store((**req).clone()),
         Output::Stop { reason } => O::Stop(reason),
+        Output::StateRead {
+            additional,
+            timeout,
+        } => O::StateRead(*additional, *timeout),
+        Output::StateWrite {
+            state,
+            additional,
+            timeout,
+        } => O::StateWrite(state.clone(), *additional, *timeout),
+        Output::RememberedShardsRead {
+            additional,
+            timeout,
+        } => O::RememberedShardsRead(*additional, *timeout),
+        Output::RememberShardAdd {
+            shard,
+            additional,
+            timeout,
+        } => O::RememberShardAdd(*shard, *additional, *timeout),
     }
 }
 
