@@ -829,6 +829,7 @@ mod tests {
                     up_number: 4,
                     status: MemberStatus::Leaving,
                     hosting: false,
+                    app_version: 0,
                 }],
             },
             TraceEvent::RegionCoordinator {
@@ -907,6 +908,7 @@ mod tests {
                 up_number: 2,
                 status,
                 hosting: true,
+                app_version: 0,
             }],
         };
         let decided = TraceEvent::AllocationDecided {

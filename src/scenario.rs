@@ -233,9 +233,23 @@ pub struct ClusterSpec {
     /// to join (ties: lower node id).
     #[serde(default)]
     pub join_at_ms: Vec<u64>,
-    /// Nodes whose region is proxy-only (no entities, never coordinator).
+    /// Nodes whose region is proxy-only (no entities, never coordinator): nodes without the
+    /// sharding role, whatever `roles` says.
     #[serde(default)]
     pub proxy_nodes: Vec<u32>,
+    /// `akka.cluster.roles` per node (missing entries: no roles). With `[settings] role` set,
+    /// only the nodes with that role host shards and the coordinator.
+    #[serde(default)]
+    pub roles: Vec<Vec<String>>,
+    /// `akka.cluster.app-version` of each node's first incarnation (missing entries: 0, Akka's
+    /// `0.0.0`); higher is newer.
+    #[serde(default)]
+    pub app_version: Vec<u32>,
+    /// A rolling update: every new incarnation of a node (its restart after a crash or a
+    /// graceful leave) runs the next app version after its previous incarnation's. Off: a node
+    /// keeps its version.
+    #[serde(default)]
+    pub upgrade_on_restart: bool,
 }
 
 /// Entity population.
@@ -490,6 +504,9 @@ impl Scenario {
                 "at least one node must host entities".into(),
             );
         }
+        if let Some(e) = self.check_roles() {
+            return Err(e);
+        }
         if self.entities.count == 0 {
             return err("entities.count", "must be at least 1".into());
         }
@@ -633,6 +650,109 @@ impl Scenario {
         let mut doc: toml_edit::DocumentMut = full.parse().map_err(|e| format!("{e}"))?;
         prune_defaults(doc.as_table_mut(), &mine, &base, "");
         Ok(doc.to_string())
+    }
+
+    /// Whether `node` hosts shards (has the sharding role): it is not in `proxy-nodes`, and,
+    /// with `[settings] role` set, its `roles` include that role.
+    pub fn hosting(&self, node: u32) -> bool {
+        if self.cluster.proxy_nodes.contains(&node) {
+            return false;
+        }
+        match &self.settings.role {
+            None => true,
+            Some(r) => self
+                .cluster
+                .roles
+                .get(node as usize)
+                .is_some_and(|rs| rs.contains(r)),
+        }
+    }
+
+    /// The app version of `node`'s first incarnation.
+    pub fn app_version(&self, node: u32) -> u32 {
+        self.cluster
+            .app_version
+            .get(node as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `[cluster] roles`, `app-version`, `[settings] role` and `min-nr-of-members` (§9.2).
+    pub(crate) fn check_roles(&self) -> Option<(String, String)> {
+        let n = self.cluster.nodes as usize;
+        let e = |f: &str, m: String| Some((f.to_string(), m));
+        if self.cluster.roles.len() > n {
+            return e(
+                "cluster.roles",
+                format!(
+                    "has {} entries for {n} nodes",
+                    self.cluster.roles.len()
+                ),
+            );
+        }
+        for (i, rs) in self.cluster.roles.iter().enumerate() {
+            for (j, r) in rs.iter().enumerate() {
+                let ok = !r.is_empty()
+                    && r.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                if !ok {
+                    return e(
+                        "cluster.roles",
+                        format!("node {i}: role {r:?} is not a name (letters, digits, - and _)"),
+                    );
+                }
+                if rs[..j].contains(r) {
+                    return e("cluster.roles", format!("node {i}: role {r:?} given twice"));
+                }
+            }
+        }
+        if self.cluster.app_version.len() > n {
+            return e(
+                "cluster.app-version",
+                format!(
+                    "has {} entries for {n} nodes",
+                    self.cluster.app_version.len()
+                ),
+            );
+        }
+        if let Some(role) = &self.settings.role {
+            let with_role: Vec<usize> = (0..n)
+                .filter(|i| self.cluster.roles.get(*i).is_some_and(|rs| rs.contains(role)))
+                .collect();
+            if with_role.is_empty() {
+                return e(
+                    "settings.role",
+                    format!("unknown role {role:?}: no node has it in cluster.roles"),
+                );
+            }
+            if let Some(p) = with_role
+                .iter()
+                .find(|i| self.cluster.proxy_nodes.contains(&(**i as u32)))
+            {
+                return e(
+                    "cluster.proxy-nodes",
+                    format!(
+                        "node {p} has the sharding role {role:?}: proxy-nodes are the nodes without it"
+                    ),
+                );
+            }
+        }
+        let hosting = (0..self.cluster.nodes).filter(|i| self.hosting(*i)).count();
+        let min = self.settings.min_nr_of_members;
+        if min == 0 {
+            return e("settings.min-nr-of-members", "must be at least 1".into());
+        }
+        if min > hosting {
+            let of = match &self.settings.role {
+                Some(r) => format!("nodes with the role {r:?}"),
+                None => "nodes that host shards".into(),
+            };
+            return e(
+                "settings.min-nr-of-members",
+                format!("{min} is above the {hosting} {of}: no shard would ever be allocated"),
+            );
+        }
+        None
     }
 
     /// Join time of `node`, ms.

@@ -89,6 +89,7 @@ fn member(n: u32, up_number: u32, status: MemberStatus, hosting: bool) -> Member
         up_number,
         status,
         hosting,
+        app_version: 0,
     }
 }
 
@@ -861,6 +862,7 @@ fn persist_sets_a_call_timeout_and_a_timed_out_write_stops_the_coordinator() {
             up_number: 1,
             status: MemberStatus::Up,
             hosting: true,
+            app_version: 0,
         }]),
         &mut out,
     );

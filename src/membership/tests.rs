@@ -664,7 +664,10 @@ fn fuzz_never_panics() {
             2 => MInput::DownCommand(a()),
             3 => MInput::Deliver {
                 from,
-                msg: MMsg::Join { hosting: true },
+                msg: MMsg::Join {
+                    hosting: true,
+                    app_version: 0,
+                },
             },
             4 => MInput::Deliver {
                 from,
@@ -684,6 +687,7 @@ fn fuzz_never_panics() {
                                 st
                             },
                             hosting: true,
+                            app_version: 0,
                             down_reason: None,
                         },
                     );
@@ -748,7 +752,10 @@ fn retried_join_of_a_new_incarnation_keeps_the_seen_set() {
         s.now,
         MInput::Deliver {
             from: new,
-            msg: MMsg::Join { hosting: true },
+            msg: MMsg::Join {
+                    hosting: true,
+                    app_version: 0,
+                },
         },
         &mut out,
     );
@@ -763,7 +770,10 @@ fn retried_join_of_a_new_incarnation_keeps_the_seen_set() {
         t,
         MInput::Deliver {
             from: new,
-            msg: MMsg::Join { hosting: true },
+            msg: MMsg::Join {
+                    hosting: true,
+                    app_version: 0,
+                },
         },
         &mut out,
     );

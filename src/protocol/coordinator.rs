@@ -7,7 +7,9 @@
 //! (Akka's `persist` semantics), then the stash is replayed in order.
 
 use crate::ids::{RegionRef, ShardId};
-use crate::protocol::allocation::{ClusterHealth, RegionEntry, ShardAllocationStrategy};
+use crate::protocol::allocation::{
+    is_a_good_time_to_rebalance, ClusterHealth, RegionEntry, ShardAllocationStrategy,
+};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use crate::protocol::{
     Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Output, Role,
@@ -147,6 +149,8 @@ pub struct Coordinator {
     state: CoordinatorState,
     phase: Phase,
     members: Vec<Member>,
+    /// The members its node's view shows as unreachable (`clusterState.unreachable`).
+    unreachable: Vec<RegionRef>,
     alive_regions: BTreeSet<RegionRef>,
     all_regions_registered: bool,
     /// shard → requesters whose GetShardHome is deferred until the hand-off ends (§4.2).
@@ -203,6 +207,7 @@ impl Coordinator {
             state,
             phase,
             members: Vec::new(),
+            unreachable: Vec::new(),
             alive_regions: BTreeSet::new(),
             all_regions_registered: false,
             rebalance_in_progress: BTreeMap::new(),
@@ -225,6 +230,11 @@ impl Coordinator {
             Input::MembersChanged(members) => {
                 self.members = members;
                 self.members_dirty = true;
+            }
+            Input::Unreachable(unreachable) => {
+                // Read only by the rebalance gate; nothing to do now.
+                self.unreachable = unreachable;
+                return;
             }
             Input::Timeout(Timer::PersistTimeout) => {
                 if self.persisting.is_some() {
@@ -410,7 +420,10 @@ impl Coordinator {
         match input {
             Input::Deliver { from, msg } => self.on_msg(now, from, msg, out),
             Input::Timeout(t) => self.on_timeout(t, out),
-            Input::Request(_) | Input::MembersChanged(_) | Input::Persisted => {}
+            Input::Request(_)
+            | Input::MembersChanged(_)
+            | Input::Unreachable(_)
+            | Input::Persisted => {}
             Input::Terminate => {
                 // `terminate()` (SC:1180-1196): no local region is alive by now (coordinated
                 // shutdown stopped it first), so the coordinator stops.
@@ -698,6 +711,7 @@ impl Coordinator {
                         region: *r,
                         up_number: u32::MAX,
                         leaving: false,
+                        app_version: 0,
                         shards: shards.clone(),
                     });
                 }
@@ -714,6 +728,7 @@ impl Coordinator {
                 region: *r,
                 up_number: m.up_number,
                 leaving,
+                app_version: m.app_version,
                 shards: shards.clone(),
             });
         }
@@ -842,11 +857,12 @@ impl Coordinator {
         }
         let entries = self.region_entries(false);
         let in_progress: BTreeSet<ShardId> = self.rebalance_in_progress.keys().copied().collect();
+        // `isAGoodTimeToRebalance` (MIX, 2.6.10, §12 B38): the regions on one app version, no
+        // member unreachable, none joining. Before 2.6.10 (`rebalance-during-rolling-update`)
+        // there was no such check: a rebalance ran whenever the strategy asked for one.
         let health = ClusterHealth {
-            good_time_to_rebalance: self
-                .members
-                .iter()
-                .all(|m| m.status != MemberStatus::Joining),
+            good_time_to_rebalance: self.options.rebalance_during_rolling_update
+                || is_a_good_time_to_rebalance(&entries, &self.members, &self.unreachable),
         };
         let shards = self.strategy.rebalance(&entries, &in_progress, health);
         for shard in shards {

@@ -211,7 +211,7 @@ impl Region {
             }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
-            Input::Persisted | Input::Terminate => {}
+            Input::Persisted | Input::Terminate | Input::Unreachable(_) => {}
         }
     }
 
