@@ -684,10 +684,7 @@ impl Scenario {
         if self.cluster.roles.len() > n {
             return e(
                 "cluster.roles",
-                format!(
-                    "has {} entries for {n} nodes",
-                    self.cluster.roles.len()
-                ),
+                format!("has {} entries for {n} nodes", self.cluster.roles.len()),
             );
         }
         for (i, rs) in self.cluster.roles.iter().enumerate() {
@@ -717,7 +714,12 @@ impl Scenario {
         }
         if let Some(role) = &self.settings.role {
             let with_role: Vec<usize> = (0..n)
-                .filter(|i| self.cluster.roles.get(*i).is_some_and(|rs| rs.contains(role)))
+                .filter(|i| {
+                    self.cluster
+                        .roles
+                        .get(*i)
+                        .is_some_and(|rs| rs.contains(role))
+                })
                 .collect();
             if with_role.is_empty() {
                 return e(
@@ -927,6 +929,79 @@ mod tests {
         assert_eq!(s.membership.downing, sbr(7_000, 7_000));
         let s = parse(&format!("{head}down-removal-margin-ms = 0\n")).unwrap();
         assert_eq!(s.membership.downing, sbr(20_000, 0));
+    }
+
+    #[test]
+    fn roles_app_versions_and_min_members_are_checked() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 4\n";
+        let roles = "roles = [[\"front\"], [\"shard\"], [\"shard\", \"b\"], [\"shard\"]]\n";
+        let s = parse(&format!(
+            "{base}{roles}[settings]\nrole = \"shard\"\nmin-nr-of-members = 3\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            (0..4).map(|i| s.hosting(i)).collect::<Vec<_>>(),
+            vec![false, true, true, true]
+        );
+        // Without a sharding role every node hosts, whatever its roles.
+        assert!(parse(&format!("{base}{roles}")).unwrap().hosting(0));
+        let bad = |t: &str, field: &str, line: usize, text: &str| {
+            let e = parse(&format!("{base}{t}")).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.message.contains(text), "{e}");
+        };
+        bad(
+            &format!("{roles}[settings]\nrole = \"shards\"\n"),
+            "settings.role",
+            6,
+            "unknown role",
+        );
+        bad("roles = [[\"\"]]\n", "cluster.roles", 4, "not a name");
+        bad("roles = [[\"a\", \"a\"]]\n", "cluster.roles", 4, "twice");
+        bad(
+            "roles = [[], [], [], [], []]\n",
+            "cluster.roles",
+            4,
+            "5 entries",
+        );
+        bad(
+            "app-version = [1, 1, 1, 1, 1]\n",
+            "cluster.app-version",
+            4,
+            "5 entries",
+        );
+        bad(
+            "[settings]\nmin-nr-of-members = 5\n",
+            "settings.min-nr-of-members",
+            5,
+            "above",
+        );
+        bad(
+            "[settings]\nmin-nr-of-members = 0\n",
+            "settings.min-nr-of-members",
+            5,
+            "at least 1",
+        );
+        bad(
+            &format!("{roles}[settings]\nrole = \"shard\"\nmin-nr-of-members = 4\n"),
+            "settings.min-nr-of-members",
+            7,
+            "3 nodes with the role",
+        );
+        bad(
+            &format!("proxy-nodes = [1]\n{roles}[settings]\nrole = \"shard\"\n"),
+            "cluster.proxy-nodes",
+            4,
+            "has the sharding role",
+        );
+        // Proxy nodes count out of min-nr-of-members.
+        bad(
+            "proxy-nodes = [0]\n[settings]\nmin-nr-of-members = 4\n",
+            "settings.min-nr-of-members",
+            6,
+            "the 3 nodes",
+        );
     }
 
     #[test]

@@ -10,6 +10,13 @@ fn bad_scenario_files_name_file_line_and_field() {
         ("tests/data/bad/latency-range.toml", 6, "network.latency-ms"),
         ("tests/data/bad/wrong-type.toml", 3, "nodes"),
         ("tests/data/bad/bad-outcome.toml", 6, "outcome"),
+        ("tests/data/bad/unknown-role.toml", 7, "settings.role"),
+        ("tests/data/bad/malformed-roles.toml", 4, "cluster.roles"),
+        (
+            "tests/data/bad/min-members-above-nodes.toml",
+            6,
+            "settings.min-nr-of-members",
+        ),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");

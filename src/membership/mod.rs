@@ -717,13 +717,7 @@ impl Membership {
         }
     }
 
-    fn on_join(
-        &mut self,
-        from: NodeAddr,
-        hosting: bool,
-        app_version: u32,
-        out: &mut Vec<MOutput>,
-    ) {
+    fn on_join(&mut self, from: NodeAddr, hosting: bool, app_version: u32, out: &mut Vec<MOutput>) {
         if !self.joined
             || self
                 .status_of_self()

@@ -480,6 +480,110 @@ mod tests {
             .is_empty());
     }
 
+    fn member(i: u32, status: MemberStatus, app_version: u32) -> Member {
+        Member {
+            node: NodeId(i),
+            inc: NodeInc(1),
+            up_number: i,
+            status,
+            hosting: true,
+            app_version,
+        }
+    }
+
+    #[test]
+    fn is_a_good_time_to_rebalance_vectors() {
+        // §12 B38, MIX `isAGoodTimeToRebalance` (PR akka#29548, akka#29709).
+        let up = |v: &[u32]| -> Vec<Member> {
+            (1u32..)
+                .zip(v)
+                .map(|(i, &a)| member(i, MemberStatus::Up, a))
+                .collect()
+        };
+        let entries = |v: &[u32]| -> Vec<RegionEntry> {
+            let mut r = allocations(&vec![2; v.len()]);
+            for (e, &a) in r.iter_mut().zip(v) {
+                e.app_version = a;
+            }
+            r
+        };
+        // One version, all reachable, none joining: a good time.
+        assert!(is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &up(&[1, 1, 1]),
+            &[]
+        ));
+        // A rolling update in progress: two versions among the regions.
+        assert!(!is_a_good_time_to_rebalance(
+            &entries(&[1, 2, 1]),
+            &up(&[1, 2, 1]),
+            &[]
+        ));
+        // Versions of members without a region (proxy-only, joining) are not looked at.
+        let mut m = up(&[1, 1, 1]);
+        m.push(Member {
+            hosting: false,
+            ..member(9, MemberStatus::Up, 2)
+        });
+        assert!(is_a_good_time_to_rebalance(&entries(&[1, 1, 1]), &m, &[]));
+        // An unreachable member (a region's or a proxy's: a hand-off needs every ack).
+        assert!(!is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &m,
+            &[region(9)]
+        ));
+        assert!(!is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &m,
+            &[region(2)]
+        ));
+        // An unreachable node that is no longer a member does not count.
+        assert!(is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &m,
+            &[region(42)]
+        ));
+        // A member joining.
+        m.push(member(10, MemberStatus::Joining, 1));
+        assert!(!is_a_good_time_to_rebalance(&entries(&[1, 1, 1]), &m, &[]));
+        // akka#29709: no region at all is not a good time (and does not panic).
+        assert!(!is_a_good_time_to_rebalance(&[], &up(&[1]), &[]));
+    }
+
+    #[test]
+    fn allocation_prefers_the_newest_app_version() {
+        // §10.1 step 2 (MIX:30-55): the highest app version first, then fewer shards; leaving
+        // members still last.
+        let mut r = allocations(&[0, 3, 5]);
+        r[2].app_version = 2; // C runs the new version, with the most shards
+        let s = new(0, 0.1);
+        assert_eq!(
+            s.allocate_shard(region(1), ShardId(99), &r),
+            Some(region(3))
+        );
+        r[2].leaving = true; // ... but it is leaving
+        assert_eq!(
+            s.allocate_shard(region(1), ShardId(99), &r),
+            Some(region(1))
+        );
+        // Akka before 2.6.10 (`rebalance-during-rolling-update`): no version preference.
+        r[2].leaving = false;
+        let pre = LeastShardAllocationStrategy {
+            prefers_newest_app_version: false,
+            ..new(0, 0.1)
+        };
+        assert_eq!(
+            pre.allocate_shard(region(1), ShardId(99), &r),
+            Some(region(1))
+        );
+        // The order itself: C (the newest) first, then by shard count.
+        let order: Vec<u32> = suitability_sorted(&r, true)
+            .iter()
+            .map(|e| e.region.node.0)
+            .collect();
+        assert_eq!(order, vec![3, 1, 2]);
+    }
+
     #[test]
     fn odd_inputs_do_not_panic() {
         let none = BTreeSet::new();
