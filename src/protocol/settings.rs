@@ -249,8 +249,8 @@ pub struct ProtocolOptions {
     /// unreachable or joining) and no app-version preference in the allocation's suitability
     /// ordering, so a rolling update moves shards back and forth. Off = the fix.
     pub rebalance_during_rolling_update: bool,
-    /// Akka.NET 1.5.0 to 1.5.26 (akka.net#6065, #6973, fixed by PRs akka.net#7297/#7298, §12
-    /// B7): the ClusterSingletonManager orders members by a `MemberAgeOrdering` that prefers
+    /// Akka.NET from akka.net#6065 (2022) to 1.5.26 (akka.net#6973, fixed by PRs
+    /// akka.net#7297/#7298 in 1.5.27, §12 B7): the ClusterSingletonManager orders members by a `MemberAgeOrdering` that prefers
     /// the highest app version over age, while the regions locate the coordinator by age; a
     /// node with a newer version takes the coordinator over at once, without a hand-over, while
     /// the oldest still runs it. Off = the fix (`Member.AgeOrdering` everywhere).
