@@ -831,13 +831,24 @@ mod tests {
             },
             TraceEvent::MemberView {
                 node: NodeId(0),
-                members: vec![Member {
-                    node: NodeId(2),
-                    inc: NodeInc(7),
-                    up_number: 4,
-                    status: MemberStatus::Leaving,
-                    hosting: false,
-                }],
+                members: vec![
+                    Member {
+                        node: NodeId(2),
+                        inc: NodeInc(7),
+                        up_number: 4,
+                        status: MemberStatus::Leaving,
+                        hosting: false,
+                        app_version: 0,
+                    },
+                    Member {
+                        node: NodeId(3),
+                        inc: NodeInc(8),
+                        up_number: 5,
+                        status: MemberStatus::Up,
+                        hosting: true,
+                        app_version: 2,
+                    },
+                ],
             },
             TraceEvent::RegionCoordinator {
                 node: NodeId(2),
@@ -915,6 +926,7 @@ mod tests {
                 up_number: 2,
                 status,
                 hosting: true,
+                app_version: 0,
             }],
         };
         let decided = TraceEvent::AllocationDecided {

@@ -296,6 +296,9 @@ fn build(
             nodes,
             join_at_ms,
             proxy_nodes: Vec::new(),
+            roles: Vec::new(),
+            app_version: Vec::new(),
+            upgrade_on_restart: false,
         },
         entities: EntitySpec {
             count: entities,

@@ -363,6 +363,11 @@ impl NodeHost for Collect<'_> {
 pub struct Node {
     me: NodeAddr,
     hosting: bool,
+    /// This incarnation's `akka.cluster.app-version` (0 unless [`Node::with_app_version`]).
+    app_version: u32,
+    /// The members this node's view shows as unreachable, as last told to its coordinator, and
+    /// the membership content revision it was computed at.
+    unreachable: (u64, Vec<RegionRef>),
     cfg: Arc<NodeConfig>,
     stopped: bool,
     /// Coordinated shutdown runs (a graceful leave): the region shuts down first, then the
@@ -411,6 +416,8 @@ impl Node {
         Node {
             me,
             hosting,
+            app_version: 0,
+            unreachable: (0, Vec::new()),
             stopped: false,
             leaving: false,
             exiting: false,
@@ -440,6 +447,14 @@ impl Node {
             mout: Vec::new(),
             cfg,
         }
+    }
+
+    /// This incarnation runs app version `v` (`akka.cluster.app-version`, Akka 2.6.10+): its
+    /// member carries it in `Join` and gossip. Call before [`NodeInput::Start`].
+    pub fn with_app_version(mut self, v: u32) -> Self {
+        self.app_version = v;
+        self.membership.set_app_version(v);
+        self
     }
 
     /// This incarnation's address.
@@ -881,6 +896,34 @@ impl Node {
             }
         }
         self.mout = mout;
+        if self.membership.content_rev() != self.unreachable.0 && !self.stopped {
+            self.unreachable.0 = self.membership.content_rev();
+            self.tell_unreachable(now, false, out);
+        }
+    }
+
+    /// The coordinator's rebalance gate reads the members this node's view shows as
+    /// unreachable (`clusterState.unreachable`, §12 B38): tell it when they change, and
+    /// (`always`) when it starts.
+    fn tell_unreachable(&mut self, now: Instant, always: bool, out: &mut impl NodeHost) {
+        let me = self.me;
+        let now_unreachable: Vec<RegionRef> = self
+            .membership
+            .unreachable()
+            .into_iter()
+            .filter(|a| *a != me)
+            .map(|a| RegionRef {
+                node: a.node,
+                inc: a.inc,
+            })
+            .collect();
+        if now_unreachable != self.unreachable.1 || always {
+            self.unreachable.1 = now_unreachable;
+            if self.coordinator.is_some() {
+                let u = self.unreachable.1.clone();
+                self.coordinator_input(now, Input::Unreachable(u), out);
+            }
+        }
     }
 
     /// Akka's seed-node process (`seed-node-timeout`): a node that no member has welcomed joins
@@ -906,6 +949,7 @@ impl Node {
         self.timers
             .retain(|t, _| !matches!(t, NodeTimer::Membership(_)));
         self.membership = Membership::new(self.me, self.hosting, self.cfg.membership.clone());
+        self.membership.set_app_version(self.app_version);
         out.output(NodeOutput::JoinAgain(seeds.clone()));
         self.membership_input(now, MInput::Start { seeds }, out);
         self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
@@ -1079,10 +1123,23 @@ impl Node {
             }
             return;
         };
+        // `Member.ageOrdering` (lower up-number is older). The pre-fix Akka.NET manager (§12 B7)
+        // ordered by `MemberAgeOrdering.DescendingWithAppVersion`: the highest app version
+        // first, however young, while the regions locate the coordinator by age.
+        let by_version = self.cfg.region.options.singleton_prefers_newest_app_version;
+        // (Its `OldestChangedBuffer` holds members from `MemberUp` on: a Joining one is not
+        // ahead.)
+        let ahead = |m: &Member| {
+            if by_version && m.app_version != me.app_version {
+                m.app_version > me.app_version && m.status != MemberStatus::Joining
+            } else {
+                m.up_number < me.up_number
+            }
+        };
         let older: Vec<Member> = self
             .view
             .iter()
-            .filter(|m| m.hosting && (m.node, m.inc) != (node, inc) && m.up_number < me.up_number)
+            .filter(|m| m.hosting && (m.node, m.inc) != (node, inc) && ahead(m))
             .copied()
             .collect();
         let oldest = older.iter().all(|m| m.status == MemberStatus::Exiting);
@@ -1128,9 +1185,11 @@ impl Node {
         }
         // Recovery reads the journal over the network.
         let settings = &self.cfg.region.settings;
-        let strategy = Box::new(LeastShardAllocationStrategy::new(
+        let mut strategy = Box::new(LeastShardAllocationStrategy::new(
             settings.least_shard_allocation_strategy.clone(),
         ));
+        strategy.prefers_newest_app_version =
+            !self.cfg.region.options.rebalance_during_rolling_update;
         if settings.state_store_mode == StateStoreMode::Ddata {
             // DDataShardCoordinator: starts at once and reads its state from the replicator.
             let mut o = std::mem::take(&mut self.out);
@@ -1191,6 +1250,7 @@ impl Node {
                 self.restore_outbox(o);
                 let view = self.view.clone();
                 self.coordinator_input(now, Input::MembersChanged(view), out);
+                self.tell_unreachable(now, true, out);
             }
             Some((Err(e), _)) => {
                 o.0.clear();

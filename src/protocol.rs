@@ -90,7 +90,7 @@ pub enum MemberStatus {
 }
 
 /// One member as a node sees it.
-#[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Eq, Ord, PartialEq, PartialOrd, Serialize)]
 pub struct Member {
     /// The member's node.
     pub node: NodeId,
@@ -103,6 +103,25 @@ pub struct Member {
     /// Whether it hosts entities (has the sharding role); proxy-only nodes do not, and are never
     /// chosen as coordinator.
     pub hosting: bool,
+    /// Its `akka.cluster.app-version` (Akka 2.6.10+), gossiped with the member: higher is newer
+    /// (an integer stands for Akka's `Version`; 0 is Akka's default `0.0.0`). The rebalance gate
+    /// and the allocation's suitability ordering read it (§10.1, §12 B38).
+    pub app_version: u32,
+}
+
+/// Hashes the app version only when it is not 0, so trace hashes of scenarios without app
+/// versions are the ones from before members carried it (equal members still hash equal).
+impl std::hash::Hash for Member {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.node.hash(h);
+        self.inc.hash(h);
+        self.up_number.hash(h);
+        self.status.hash(h);
+        self.hosting.hash(h);
+        if self.app_version != 0 {
+            self.app_version.hash(h);
+        }
+    }
 }
 
 impl Member {
@@ -213,6 +232,9 @@ pub enum Input {
     Request(Envelope),
     /// The node's view of the members changed (oldest first by up-number).
     MembersChanged(Vec<Member>),
+    /// Coordinator: the members its node's view shows as unreachable changed (Akka's
+    /// `clusterState.unreachable`, read by `isAGoodTimeToRebalance`, MIX; §12 B38).
+    Unreachable(Vec<RegionRef>),
     /// The coordinator's last [`Output::Persist`] is durable.
     Persisted,
     /// Coordinator: the singleton manager hands it over (`ShardCoordinator.Internal.Terminate`,

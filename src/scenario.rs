@@ -233,9 +233,23 @@ pub struct ClusterSpec {
     /// to join (ties: lower node id).
     #[serde(default)]
     pub join_at_ms: Vec<u64>,
-    /// Nodes whose region is proxy-only (no entities, never coordinator).
+    /// Nodes whose region is proxy-only (no entities, never coordinator): nodes without the
+    /// sharding role, whatever `roles` says.
     #[serde(default)]
     pub proxy_nodes: Vec<u32>,
+    /// `akka.cluster.roles` per node (missing entries: no roles). With `[settings] role` set,
+    /// only the nodes with that role host shards and the coordinator.
+    #[serde(default)]
+    pub roles: Vec<Vec<String>>,
+    /// `akka.cluster.app-version` of each node's first incarnation (missing entries: 0, Akka's
+    /// `0.0.0`); higher is newer.
+    #[serde(default)]
+    pub app_version: Vec<u32>,
+    /// A rolling update: every new incarnation of a node (its restart after a crash or a
+    /// graceful leave) runs the next app version after its previous incarnation's. Off: a node
+    /// keeps its version.
+    #[serde(default)]
+    pub upgrade_on_restart: bool,
 }
 
 /// Entity population.
@@ -490,6 +504,9 @@ impl Scenario {
                 "at least one node must host entities".into(),
             );
         }
+        if let Some(e) = self.check_roles() {
+            return Err(e);
+        }
         if self.entities.count == 0 {
             return err("entities.count", "must be at least 1".into());
         }
@@ -666,6 +683,111 @@ impl Scenario {
         Ok(doc.to_string())
     }
 
+    /// Whether `node` hosts shards (has the sharding role): it is not in `proxy-nodes`, and,
+    /// with `[settings] role` set, its `roles` include that role.
+    pub fn hosting(&self, node: u32) -> bool {
+        if self.cluster.proxy_nodes.contains(&node) {
+            return false;
+        }
+        match &self.settings.role {
+            None => true,
+            Some(r) => self
+                .cluster
+                .roles
+                .get(node as usize)
+                .is_some_and(|rs| rs.contains(r)),
+        }
+    }
+
+    /// The app version of `node`'s first incarnation.
+    pub fn app_version(&self, node: u32) -> u32 {
+        self.cluster
+            .app_version
+            .get(node as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `[cluster] roles`, `app-version`, `[settings] role` and `min-nr-of-members` (§9.2).
+    pub(crate) fn check_roles(&self) -> Option<(String, String)> {
+        let n = self.cluster.nodes as usize;
+        let e = |f: &str, m: String| Some((f.to_string(), m));
+        if self.cluster.roles.len() > n {
+            return e(
+                "cluster.roles",
+                format!("has {} entries for {n} nodes", self.cluster.roles.len()),
+            );
+        }
+        for (i, rs) in self.cluster.roles.iter().enumerate() {
+            for (j, r) in rs.iter().enumerate() {
+                let ok = !r.is_empty()
+                    && r.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                if !ok {
+                    return e(
+                        "cluster.roles",
+                        format!("node {i}: role {r:?} is not a name (letters, digits, - and _)"),
+                    );
+                }
+                if rs[..j].contains(r) {
+                    return e("cluster.roles", format!("node {i}: role {r:?} given twice"));
+                }
+            }
+        }
+        if self.cluster.app_version.len() > n {
+            return e(
+                "cluster.app-version",
+                format!(
+                    "has {} entries for {n} nodes",
+                    self.cluster.app_version.len()
+                ),
+            );
+        }
+        if let Some(role) = &self.settings.role {
+            let with_role: Vec<usize> = (0..n)
+                .filter(|i| {
+                    self.cluster
+                        .roles
+                        .get(*i)
+                        .is_some_and(|rs| rs.contains(role))
+                })
+                .collect();
+            if with_role.is_empty() {
+                return e(
+                    "settings.role",
+                    format!("unknown role {role:?}: no node has it in cluster.roles"),
+                );
+            }
+            if let Some(p) = with_role
+                .iter()
+                .find(|i| self.cluster.proxy_nodes.contains(&(**i as u32)))
+            {
+                return e(
+                    "cluster.proxy-nodes",
+                    format!(
+                        "node {p} has the sharding role {role:?}: proxy-nodes are the nodes without it"
+                    ),
+                );
+            }
+        }
+        let hosting = (0..self.cluster.nodes).filter(|i| self.hosting(*i)).count();
+        let min = self.settings.min_nr_of_members;
+        if min == 0 {
+            return e("settings.min-nr-of-members", "must be at least 1".into());
+        }
+        if min > hosting {
+            let of = match &self.settings.role {
+                Some(r) => format!("nodes with the role {r:?}"),
+                None => "nodes that host shards".into(),
+            };
+            return e(
+                "settings.min-nr-of-members",
+                format!("{min} is above the {hosting} {of}: no shard would ever be allocated"),
+            );
+        }
+        None
+    }
+
     /// Join time of `node`, ms.
     pub fn join_at_ms(&self, node: u32) -> u64 {
         self.cluster
@@ -838,6 +960,79 @@ mod tests {
         assert_eq!(s.membership.downing, sbr(7_000, 7_000));
         let s = parse(&format!("{head}down-removal-margin-ms = 0\n")).unwrap();
         assert_eq!(s.membership.downing, sbr(20_000, 0));
+    }
+
+    #[test]
+    fn roles_app_versions_and_min_members_are_checked() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 4\n";
+        let roles = "roles = [[\"front\"], [\"shard\"], [\"shard\", \"b\"], [\"shard\"]]\n";
+        let s = parse(&format!(
+            "{base}{roles}[settings]\nrole = \"shard\"\nmin-nr-of-members = 3\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            (0..4).map(|i| s.hosting(i)).collect::<Vec<_>>(),
+            vec![false, true, true, true]
+        );
+        // Without a sharding role every node hosts, whatever its roles.
+        assert!(parse(&format!("{base}{roles}")).unwrap().hosting(0));
+        let bad = |t: &str, field: &str, line: usize, text: &str| {
+            let e = parse(&format!("{base}{t}")).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.message.contains(text), "{e}");
+        };
+        bad(
+            &format!("{roles}[settings]\nrole = \"shards\"\n"),
+            "settings.role",
+            6,
+            "unknown role",
+        );
+        bad("roles = [[\"\"]]\n", "cluster.roles", 4, "not a name");
+        bad("roles = [[\"a\", \"a\"]]\n", "cluster.roles", 4, "twice");
+        bad(
+            "roles = [[], [], [], [], []]\n",
+            "cluster.roles",
+            4,
+            "5 entries",
+        );
+        bad(
+            "app-version = [1, 1, 1, 1, 1]\n",
+            "cluster.app-version",
+            4,
+            "5 entries",
+        );
+        bad(
+            "[settings]\nmin-nr-of-members = 5\n",
+            "settings.min-nr-of-members",
+            5,
+            "above",
+        );
+        bad(
+            "[settings]\nmin-nr-of-members = 0\n",
+            "settings.min-nr-of-members",
+            5,
+            "at least 1",
+        );
+        bad(
+            &format!("{roles}[settings]\nrole = \"shard\"\nmin-nr-of-members = 4\n"),
+            "settings.min-nr-of-members",
+            7,
+            "3 nodes with the role",
+        );
+        bad(
+            &format!("proxy-nodes = [1]\n{roles}[settings]\nrole = \"shard\"\n"),
+            "cluster.proxy-nodes",
+            4,
+            "has the sharding role",
+        );
+        // Proxy nodes count out of min-nr-of-members.
+        bad(
+            "proxy-nodes = [0]\n[settings]\nmin-nr-of-members = 4\n",
+            "settings.min-nr-of-members",
+            6,
+            "the 3 nodes",
+        );
     }
 
     #[test]

@@ -682,6 +682,18 @@ fn without_node(sc: &Scenario, k: u32) -> Option<Scenario> {
     }
     c.cluster.proxy_nodes.retain(|p| *p != k);
     c.cluster.proxy_nodes.iter_mut().for_each(|x| *x = map(*x));
+    if (k as usize) < c.cluster.app_version.len() {
+        c.cluster.app_version.remove(k as usize);
+    }
+    if (k as usize) < c.cluster.roles.len() {
+        c.cluster.roles.remove(k as usize);
+    }
+    // A node fewer may leave the sharding role without a node, or min-nr-of-members above
+    // the nodes that host shards.
+    if (c.settings.role.is_some() || c.settings.min_nr_of_members > 1) && c.check_roles().is_some()
+    {
+        return None;
+    }
     Some(c)
 }
 

@@ -187,6 +187,9 @@ struct Slot {
     /// The current (or last) incarnation.
     inc: NodeInc,
     hosting: bool,
+    /// The app version of the current (or last) incarnation (`[cluster] app-version`, one
+    /// more per new incarnation with `upgrade-on-restart`).
+    app_version: u32,
     /// Paused until this time (µs); 0: running.
     paused_until: u64,
     /// Events that arrived while paused, in arrival order; flushed before anything newer.
@@ -259,7 +262,14 @@ impl World {
                 extractors,
                 factory: Arc::new(RecordingFactory),
             }),
-            membership: sc.membership.clone(),
+            membership: crate::membership::MembershipConfig {
+                // The leader's gate reads the one `min-nr-of-members` setting (§9.2).
+                min_nr_of_members: crate::membership::MinMembers {
+                    count: sc.settings.min_nr_of_members,
+                    of_role: sc.settings.role.is_some(),
+                },
+                ..sc.membership.clone()
+            },
             entities: sc.entities.count,
         });
         let slots = (0..n as u32)
@@ -267,7 +277,8 @@ impl World {
                 up: false,
                 node: None,
                 inc: NodeInc(0),
-                hosting: !sc.cluster.proxy_nodes.contains(&i),
+                hosting: sc.hosting(i),
+                app_version: sc.app_version(i),
                 paused_until: 0,
                 deferred: VecDeque::new(),
                 disk: BTreeMap::new(),
@@ -796,10 +807,16 @@ impl World {
             .collect();
         let me = NodeAddr { node, inc };
         let s = &mut self.slots[node.0 as usize];
+        if s.inc != NodeInc(0) && self.sc.cluster.upgrade_on_restart {
+            // A rolling update: the new incarnation runs the next app version.
+            s.app_version = s.app_version.saturating_add(1);
+        }
         s.inc = inc;
         s.up = true;
         s.paused_until = 0;
-        s.node = Some(Box::new(Node::new(me, s.hosting, self.node_cfg.clone())));
+        s.node = Some(Box::new(
+            Node::new(me, s.hosting, self.node_cfg.clone()).with_app_version(s.app_version),
+        ));
         self.emit(TraceEvent::NodeUp {
             node,
             incarnation: inc.0,

@@ -363,15 +363,21 @@ fn reason_str<T: serde::Serialize>(r: &T) -> Value {
     serde_json::to_value(r).unwrap_or(Value::Null)
 }
 
-/// One member of a view: `{"node", "incarnation", "up_number", "status", "hosting"}`.
+/// One member of a view: `{"node", "incarnation", "up_number", "status", "hosting"}`, and
+/// `"app_version"` when it is not 0 (so traces of scenarios without app versions stay as they
+/// were).
 fn member_json(m: &Member) -> Value {
-    json!({
+    let mut v = json!({
         "node": m.node.0,
         "incarnation": m.inc.0,
         "up_number": m.up_number,
         "status": reason_str(&m.status),
         "hosting": m.hosting,
-    })
+    });
+    if m.app_version != 0 {
+        v["app_version"] = json!(m.app_version);
+    }
+    v
 }
 
 /// The inverse of [`member_json`].
@@ -383,6 +389,10 @@ pub(crate) fn member_from_json(v: &Value) -> Option<Member> {
         up_number: u32::try_from(num("up_number")?).ok()?,
         status: serde_json::from_value(v.get("status")?.clone()).ok()?,
         hosting: v.get("hosting")?.as_bool()?,
+        app_version: match v.get("app_version") {
+            None => 0,
+            Some(x) => u32::try_from(x.as_u64()?).ok()?,
+        },
     })
 }
 

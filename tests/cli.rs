@@ -15,6 +15,13 @@ fn bad_scenario_files_name_file_line_and_field() {
             7,
             "state-store-mode",
         ),
+        ("tests/data/bad/unknown-role.toml", 7, "settings.role"),
+        ("tests/data/bad/malformed-roles.toml", 4, "cluster.roles"),
+        (
+            "tests/data/bad/min-members-above-nodes.toml",
+            6,
+            "settings.min-nr-of-members",
+        ),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");

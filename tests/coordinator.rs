@@ -89,6 +89,7 @@ fn member(n: u32, up_number: u32, status: MemberStatus, hosting: bool) -> Member
         up_number,
         status,
         hosting,
+        app_version: 0,
     }
 }
 
@@ -610,6 +611,35 @@ fn rebalance_tick_is_skipped_while_a_member_is_joining() {
     );
 }
 
+/// `isAGoodTimeToRebalance` (§12 B38): an unreachable member (a proxy's too: its ack is
+/// needed) or regions on two app versions skip the tick; the pre-2.6.10 coordinator
+/// (`rebalance-during-rolling-update`) rebalances anyway.
+#[test]
+fn rebalance_tick_is_skipped_while_a_member_is_unreachable_or_versions_differ() {
+    let only_rearms = vec![O::Set(Timer::RebalanceTick, ms(10_000))];
+    let mut t = T::active(&imbalanced());
+    t.h(Input::Unreachable(vec![reg(P)]));
+    assert_eq!(t.h(Input::Timeout(Timer::RebalanceTick)), only_rearms);
+    t.h(Input::Unreachable(vec![]));
+    let mut members = all_up();
+    members[1].app_version = 2; // A, a region, runs the new version
+    t.h(Input::MembersChanged(members.clone()));
+    assert_eq!(t.h(Input::Timeout(Timer::RebalanceTick)), only_rearms);
+    // A proxy's version does not count.
+    members[1].app_version = 0;
+    members[3].app_version = 2;
+    t.h(Input::MembersChanged(members));
+    assert_ne!(t.h(Input::Timeout(Timer::RebalanceTick)), only_rearms);
+    // Akka before 2.6.10.
+    let options = ProtocolOptions {
+        rebalance_during_rolling_update: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = T::active_with(Settings::default(), options, &imbalanced());
+    t.h(Input::Unreachable(vec![reg(B)]));
+    assert_ne!(t.h(Input::Timeout(Timer::RebalanceTick)), only_rearms);
+}
+
 #[test]
 fn second_rebalance_tick_does_not_restart_a_hand_off_in_progress() {
     let mut t = rebalancing(ProtocolOptions::default());
@@ -861,6 +891,7 @@ fn persist_sets_a_call_timeout_and_a_timed_out_write_stops_the_coordinator() {
             up_number: 1,
             status: MemberStatus::Up,
             hosting: true,
+            app_version: 0,
         }]),
         &mut out,
     );

@@ -278,6 +278,7 @@ mod tests {
                         MemberStatus::Up
                     },
                     hosting: true,
+                    app_version: 0,
                     down_reason: None,
                 },
             );

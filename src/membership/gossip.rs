@@ -16,6 +16,8 @@ pub struct GossipMember {
     pub status: MemberStatus,
     /// Whether it hosts entities.
     pub hosting: bool,
+    /// Its app version (`akka.cluster.app-version`, carried in `Join` and gossip).
+    pub app_version: u32,
     /// Why it was downed, if it was (shown in the downed node's `Shutdown`).
     pub down_reason: Option<String>,
 }
@@ -71,6 +73,7 @@ impl GossipState {
                     x.status = x.status.max(m.status);
                     x.up_number = x.up_number.max(m.up_number);
                     x.hosting |= m.hosting;
+                    x.app_version = x.app_version.max(m.app_version);
                     if m.down_reason > x.down_reason {
                         x.down_reason.clone_from(&m.down_reason);
                     }
@@ -195,6 +198,7 @@ impl GossipState {
                 },
                 status: m.status,
                 hosting: m.hosting,
+                app_version: m.app_version,
             })
             .collect();
         v.sort_by_key(|m| (m.up_number, m.node, m.inc));

@@ -144,6 +144,34 @@ pub struct MembershipConfig {
     pub gossip_interval_ms: u64,
     /// The downing provider.
     pub downing: DowningProvider,
+    /// The leader's `min-nr-of-members` gate. Not a `[membership]` key: the scenario's one
+    /// `[settings] min-nr-of-members` fills it in (with `[settings] role`), see
+    /// [`MinMembers`].
+    #[serde(skip)]
+    pub min_nr_of_members: MinMembers,
+}
+
+/// Akka's `akka.cluster.min-nr-of-members` and `akka.cluster.role.<role>.min-nr-of-members`
+/// (§9.2): the leader keeps Joining members in Joining until the gossip holds at least `count`
+/// members, counting only members with the sharding role when `of_role` (ClusterDaemon
+/// `isMinNrOfMembersFulfilled`, `leaderActionsOnConvergence`). The model has one setting, the
+/// one the coordinator also reads (§3.4 step 4): without a sharding role it is the cluster-wide
+/// `min-nr-of-members`; with one, the role's (and the cluster-wide one is Akka's default, 1).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct MinMembers {
+    /// How many members.
+    pub count: usize,
+    /// Count only members with the sharding role (`hosting`).
+    pub of_role: bool,
+}
+
+impl Default for MinMembers {
+    fn default() -> Self {
+        MinMembers {
+            count: 1,
+            of_role: false,
+        }
+    }
 }
 
 impl MembershipConfig {
@@ -171,6 +199,7 @@ impl Default for MembershipConfig {
             acceptable_heartbeat_pause_ms: 3000,
             gossip_interval_ms: 1000,
             downing: DowningProvider::None,
+            min_nr_of_members: MinMembers::default(),
         }
     }
 }
@@ -182,6 +211,8 @@ pub enum MMsg {
     Join {
         /// Whether the joiner hosts entities.
         hosting: bool,
+        /// The joiner's app version (Akka's `Join` carries it, 2.6.10+).
+        app_version: u32,
     },
     /// Reply to `Join`: the joiner is now a Joining member of this state.
     Welcome {
@@ -318,6 +349,7 @@ pub enum MOutput {
 pub struct Membership {
     me: NodeAddr,
     hosting: bool,
+    app_version: u32,
     cfg: MembershipConfig,
     started: bool,
     joined: bool,
@@ -358,6 +390,7 @@ impl Membership {
         Membership {
             me,
             hosting,
+            app_version: 0,
             cfg,
             started: false,
             joined: false,
@@ -379,6 +412,18 @@ impl Membership {
             last_status: BTreeMap::new(),
             last_leader: None,
         }
+    }
+
+    /// This incarnation runs app version `v` (`akka.cluster.app-version`; 0 by default). Set
+    /// before [`MInput::Start`].
+    pub fn set_app_version(&mut self, v: u32) {
+        self.app_version = v;
+    }
+
+    /// Bumped on every change of the gossip content (members, statuses, reachability): a host
+    /// that derives something from the state (the unreachable set) recomputes it only then.
+    pub fn content_rev(&self) -> u64 {
+        self.rev
     }
 
     /// This node's address.
@@ -527,6 +572,7 @@ impl Membership {
                     up_number: 0,
                     status: MemberStatus::Joining,
                     hosting: self.hosting,
+                    app_version: self.app_version,
                     down_reason: None,
                 },
             );
@@ -551,6 +597,7 @@ impl Membership {
                 to: *s,
                 msg: MMsg::Join {
                     hosting: self.hosting,
+                    app_version: self.app_version,
                 },
             });
         }
@@ -663,7 +710,10 @@ impl Membership {
                     }
                 }
             }
-            MMsg::Join { hosting } => self.on_join(from, hosting, out),
+            MMsg::Join {
+                hosting,
+                app_version,
+            } => self.on_join(from, hosting, app_version, out),
             // ClusterDaemon `receiveExitingConfirmed`: remembered even before this node
             // has seen the sender Exiting.
             MMsg::ExitingConfirmed => {
@@ -673,7 +723,7 @@ impl Membership {
         }
     }
 
-    fn on_join(&mut self, from: NodeAddr, hosting: bool, out: &mut Vec<MOutput>) {
+    fn on_join(&mut self, from: NodeAddr, hosting: bool, app_version: u32, out: &mut Vec<MOutput>) {
         if !self.joined
             || self
                 .status_of_self()
@@ -720,6 +770,7 @@ impl Membership {
                 up_number: 0,
                 status: MemberStatus::Joining,
                 hosting,
+                app_version,
                 down_reason: None,
             },
         );
@@ -860,9 +911,12 @@ impl Membership {
             .max()
             .unwrap_or(0);
         let mut changes: Vec<(NodeAddr, MemberStatus)> = Vec::new();
+        let enough_members = self.is_min_nr_of_members_fulfilled();
         for (a, m) in &self.gossip.members {
             let to = match m.status {
-                MemberStatus::Joining => MemberStatus::Up,
+                // `isJoiningToUp`: Joining → Up only once `min-nr-of-members` are there
+                // (ClusterDaemon `leaderActionsOnConvergence`, §9.2).
+                MemberStatus::Joining if enough_members => MemberStatus::Up,
                 MemberStatus::Leaving => MemberStatus::Exiting,
                 // `removedExitingConfirmed` and `removedUnreachable` (ClusterDaemon
                 // `leaderActionsOnConvergence`): an Exiting member goes once it confirmed
@@ -897,6 +951,23 @@ impl Membership {
             }
             self.set_status(a, to, None);
         }
+    }
+
+    /// Akka `isMinNrOfMembersFulfilled` (ClusterDaemon.scala): the members of the gossip
+    /// (Removed ones are gone from Akka's; every other status counts, Joining included), or only
+    /// those with the sharding role, number at least `min-nr-of-members`.
+    fn is_min_nr_of_members_fulfilled(&self) -> bool {
+        let gate = self.cfg.min_nr_of_members;
+        if gate.count <= 1 {
+            return true;
+        }
+        let n = self
+            .gossip
+            .members
+            .values()
+            .filter(|m| m.status != MemberStatus::Removed && (m.hosting || !gate.of_role))
+            .count();
+        n >= gate.count
     }
 
     fn downing(&mut self, now: Instant, out: &mut Vec<MOutput>) {

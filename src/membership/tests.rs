@@ -678,7 +678,10 @@ fn fuzz_never_panics() {
             2 => MInput::DownCommand(a()),
             3 => MInput::Deliver {
                 from,
-                msg: MMsg::Join { hosting: true },
+                msg: MMsg::Join {
+                    hosting: true,
+                    app_version: 0,
+                },
             },
             4 => MInput::Deliver {
                 from,
@@ -698,6 +701,7 @@ fn fuzz_never_panics() {
                                 st
                             },
                             hosting: true,
+                            app_version: 0,
                             down_reason: None,
                         },
                     );
@@ -762,7 +766,10 @@ fn retried_join_of_a_new_incarnation_keeps_the_seen_set() {
         s.now,
         MInput::Deliver {
             from: new,
-            msg: MMsg::Join { hosting: true },
+            msg: MMsg::Join {
+                hosting: true,
+                app_version: 0,
+            },
         },
         &mut out,
     );
@@ -777,7 +784,10 @@ fn retried_join_of_a_new_incarnation_keeps_the_seen_set() {
         t,
         MInput::Deliver {
             from: new,
-            msg: MMsg::Join { hosting: true },
+            msg: MMsg::Join {
+                hosting: true,
+                app_version: 0,
+            },
         },
         &mut out,
     );
@@ -786,4 +796,100 @@ fn retried_join_of_a_new_incarnation_keeps_the_seen_set() {
         "a retried Join reset the seen set"
     );
     assert_eq!(s.nodes[0].rev, rev);
+}
+
+fn min_members(count: usize, of_role: bool) -> MembershipConfig {
+    MembershipConfig {
+        min_nr_of_members: MinMembers { count, of_role },
+        ..Default::default()
+    }
+}
+
+/// `min-nr-of-members` (§9.2, ClusterDaemon `isMinNrOfMembersFulfilled`): with 3, the first
+/// two members stay Joining (no up-number) until the third joins at 6 s; then all three are Up.
+#[test]
+fn leader_holds_joining_members_until_min_nr_of_members() {
+    let mut s = Sim::new(3, min_members(3, false));
+    s.input(secs(0), 0, MInput::Start { seeds: vec![] });
+    s.input(
+        secs(1),
+        1,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.input(
+        secs(6),
+        2,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.run_until(secs(5));
+    for i in 0..2 {
+        assert_eq!(s.nodes[i].status_of_self(), Some(MemberStatus::Joining));
+        assert!(s
+            .view(i)
+            .iter()
+            .all(|(_, up, st)| *st == MemberStatus::Joining && *up == u32::MAX));
+    }
+    s.run_until(secs(12));
+    for i in 0..3 {
+        assert_eq!(s.view(i), up(3), "view of node {i}");
+    }
+}
+
+/// The role's `min-nr-of-members` counts members with the sharding role only: a node without
+/// it (here node 0, the first and the leader) does not count, the other two do.
+#[test]
+fn role_min_nr_of_members_counts_role_members_only() {
+    let cfg = min_members(2, true);
+    let mut s = Sim::new(3, cfg.clone());
+    s.nodes[0] = Membership::new(addr(0), false, cfg);
+    s.input(secs(0), 0, MInput::Start { seeds: vec![] });
+    s.input(
+        secs(1),
+        1,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.run_until(secs(5));
+    // Two members, one with the role: nobody is Up.
+    assert_eq!(s.nodes[1].status_of_self(), Some(MemberStatus::Joining));
+    assert_eq!(s.nodes[0].status_of_self(), Some(MemberStatus::Joining));
+    s.input(
+        secs(5),
+        2,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.run_until(secs(12));
+    for i in 0..3 {
+        assert_eq!(
+            s.nodes[i].status_of_self(),
+            Some(MemberStatus::Up),
+            "node {i}"
+        );
+    }
+    assert_eq!(s.views[0].iter().filter(|m| m.hosting).count(), 2);
+}
+
+/// The app version travels in `Join` and gossip: every view shows each member's version.
+#[test]
+fn app_versions_are_gossiped() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    for (i, v) in [(0, 1), (1, 1), (2, 2)] {
+        s.nodes[i].set_app_version(v);
+    }
+    s.start_all();
+    s.run_until(secs(12));
+    for i in 0..3 {
+        let versions: Vec<(u32, u32)> = s.views[i]
+            .iter()
+            .map(|m| (m.node.0, m.app_version))
+            .collect();
+        assert_eq!(versions, vec![(0, 1), (1, 1), (2, 2)], "view of node {i}");
+    }
 }

@@ -3,8 +3,9 @@
 //! result never depends on map iteration order.
 
 use crate::ids::{RegionRef, ShardId};
+use crate::protocol::{Member, MemberStatus};
 use serde::{Deserialize, Serialize};
-use std::cmp::min;
+use std::cmp::{min, Reverse};
 use std::collections::BTreeSet;
 
 /// One region as the strategy sees it (Akka's `RegionEntry`, MIX:30-55).
@@ -16,6 +17,8 @@ pub struct RegionEntry {
     pub up_number: u32,
     /// The member is Leaving, Exiting or Down (sorted last).
     pub leaving: bool,
+    /// The member's app version (`akka.cluster.app-version`): the highest sorts first (§10.1).
+    pub app_version: u32,
     /// Shards allocated to the region, in allocation order (oldest first).
     pub shards: Vec<ShardId>,
 }
@@ -23,9 +26,33 @@ pub struct RegionEntry {
 /// What the strategy is told about the cluster besides the allocations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClusterHealth {
-    /// `isAGoodTimeToRebalance` (MIX): false when any member of the data centre is unreachable
-    /// or Joining/WeaklyUp. When false, `rebalance` returns nothing.
+    /// `isAGoodTimeToRebalance` (MIX; see [`is_a_good_time_to_rebalance`]). When false,
+    /// `rebalance` returns nothing.
     pub good_time_to_rebalance: bool,
+}
+
+/// Akka's `isAGoodTimeToRebalance(regionEntries)` (ClusterShardAllocationMixin, PR akka#29548,
+/// 2.6.10; §12 B38): a rebalance only when
+/// - there is a region at all (an empty list is not a good time: akka#29709 threw on it),
+/// - every region's member runs the same app version (no rolling update in progress; members
+///   without a region, such as proxy-only ones or joining ones, are not looked at),
+/// - no member is unreachable in the coordinator's view (a hand-off needs every region's and
+///   proxy's ack), and
+/// - no member is Joining (it should be Up soon; Akka also counts WeaklyUp, not modelled).
+///
+/// `members` is the coordinator node's view, `unreachable` its unreachable members.
+pub fn is_a_good_time_to_rebalance(
+    entries: &[RegionEntry],
+    members: &[Member],
+    unreachable: &[RegionRef],
+) -> bool {
+    let Some(first) = entries.first() else {
+        return false;
+    };
+    let same_version = entries.iter().all(|e| e.app_version == first.app_version);
+    let reachable = !members.iter().any(|m| unreachable.contains(&m.region()));
+    let joining = members.iter().any(|m| m.status == MemberStatus::Joining);
+    same_version && reachable && !joining
 }
 
 /// The pluggable strategy (Akka's `ShardAllocationStrategy`). Akka returns a `Future`; ours
@@ -49,12 +76,22 @@ pub trait ShardAllocationStrategy: Send {
     ) -> BTreeSet<ShardId>;
 }
 
-/// Regions in Akka's `ShardSuitabilityOrdering` (akka-sharding.md §10.1), most suitable first.
-fn suitability_sorted(regions: &[RegionEntry]) -> Vec<&RegionEntry> {
-    // akka-sharding.md §10.1: not leaving first; (app version: not modelled); fewer shards first;
-    // older (lower up_number) first; then region ordering, which makes the order total.
+/// Regions in Akka's `ShardSuitabilityOrdering` (akka-sharding.md §10.1, MIX:30-55), most
+/// suitable first; `by_app_version` false drops step 2 (Akka before 2.6.10, §12 B38).
+fn suitability_sorted(regions: &[RegionEntry], by_app_version: bool) -> Vec<&RegionEntry> {
+    // akka-sharding.md §10.1: not leaving first; the highest app version first; fewer shards
+    // first; older (lower up_number) first; then region ordering, which makes the order total.
     let mut sorted: Vec<&RegionEntry> = regions.iter().collect();
-    sorted.sort_by_key(|e| (e.leaving, e.shards.len(), e.up_number, e.region));
+    sorted.sort_by_key(|e| {
+        let version = if by_app_version { e.app_version } else { 0 };
+        (
+            e.leaving,
+            Reverse(version),
+            e.shards.len(),
+            e.up_number,
+            e.region,
+        )
+    });
     sorted
 }
 
@@ -92,12 +129,22 @@ impl Default for LeastShardSettings {
 pub struct LeastShardAllocationStrategy {
     /// The settings the strategy was built with.
     pub settings: LeastShardSettings,
+    /// The suitability ordering prefers regions on the highest app version (2.6.10, PR
+    /// akka#29548). Off: Akka before 2.6.10 (the `rebalance-during-rolling-update` option).
+    pub prefers_newest_app_version: bool,
 }
 
 impl LeastShardAllocationStrategy {
-    /// A strategy with the given settings.
+    /// A strategy with the given settings (Akka's current ordering).
     pub fn new(settings: LeastShardSettings) -> Self {
-        LeastShardAllocationStrategy { settings }
+        LeastShardAllocationStrategy {
+            settings,
+            prefers_newest_app_version: true,
+        }
+    }
+
+    fn sorted<'a>(&self, regions: &'a [RegionEntry]) -> Vec<&'a RegionEntry> {
+        suitability_sorted(regions, self.prefers_newest_app_version)
     }
 
     /// The deprecated `ShardCoordinator.LeastShardAllocationStrategy` (2.5.20+, with the 2.6.10
@@ -115,7 +162,7 @@ impl LeastShardAllocationStrategy {
         if in_progress_len >= max_sim {
             return BTreeSet::new();
         }
-        let sorted = suitability_sorted(regions);
+        let sorted = self.sorted(regions);
         if !health.good_time_to_rebalance {
             return BTreeSet::new();
         }
@@ -156,7 +203,7 @@ impl LeastShardAllocationStrategy {
         if !in_progress.is_empty() {
             return BTreeSet::new(); // one round at a time
         }
-        let sorted = suitability_sorted(regions);
+        let sorted = self.sorted(regions);
         if !health.good_time_to_rebalance {
             return BTreeSet::new();
         }
@@ -210,7 +257,7 @@ impl ShardAllocationStrategy for LeastShardAllocationStrategy {
         regions: &[RegionEntry],
     ) -> Option<RegionRef> {
         // akka-sharding.md §10.2: the most suitable region; the requester is ignored.
-        suitability_sorted(regions).first().map(|e| e.region)
+        self.sorted(regions).first().map(|e| e.region)
     }
 
     fn rebalance(
@@ -255,6 +302,7 @@ mod tests {
                 region: region(i),
                 up_number: i,
                 leaving: false,
+                app_version: 0,
                 shards,
             });
         }
@@ -311,7 +359,7 @@ mod tests {
         r[0].leaving = true;
         r[4].up_number = 0; // E is the oldest
         let order = |r: &[RegionEntry]| -> Vec<u32> {
-            suitability_sorted(r)
+            suitability_sorted(r, true)
                 .iter()
                 .map(|e| e.region.node.0)
                 .collect()
@@ -430,6 +478,110 @@ mod tests {
         assert!(new(1000, 1.0)
             .rebalance(&r, &BTreeSet::new(), bad)
             .is_empty());
+    }
+
+    fn member(i: u32, status: MemberStatus, app_version: u32) -> Member {
+        Member {
+            node: NodeId(i),
+            inc: NodeInc(1),
+            up_number: i,
+            status,
+            hosting: true,
+            app_version,
+        }
+    }
+
+    #[test]
+    fn is_a_good_time_to_rebalance_vectors() {
+        // §12 B38, MIX `isAGoodTimeToRebalance` (PR akka#29548, akka#29709).
+        let up = |v: &[u32]| -> Vec<Member> {
+            (1u32..)
+                .zip(v)
+                .map(|(i, &a)| member(i, MemberStatus::Up, a))
+                .collect()
+        };
+        let entries = |v: &[u32]| -> Vec<RegionEntry> {
+            let mut r = allocations(&vec![2; v.len()]);
+            for (e, &a) in r.iter_mut().zip(v) {
+                e.app_version = a;
+            }
+            r
+        };
+        // One version, all reachable, none joining: a good time.
+        assert!(is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &up(&[1, 1, 1]),
+            &[]
+        ));
+        // A rolling update in progress: two versions among the regions.
+        assert!(!is_a_good_time_to_rebalance(
+            &entries(&[1, 2, 1]),
+            &up(&[1, 2, 1]),
+            &[]
+        ));
+        // Versions of members without a region (proxy-only, joining) are not looked at.
+        let mut m = up(&[1, 1, 1]);
+        m.push(Member {
+            hosting: false,
+            ..member(9, MemberStatus::Up, 2)
+        });
+        assert!(is_a_good_time_to_rebalance(&entries(&[1, 1, 1]), &m, &[]));
+        // An unreachable member (a region's or a proxy's: a hand-off needs every ack).
+        assert!(!is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &m,
+            &[region(9)]
+        ));
+        assert!(!is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &m,
+            &[region(2)]
+        ));
+        // An unreachable node that is no longer a member does not count.
+        assert!(is_a_good_time_to_rebalance(
+            &entries(&[1, 1, 1]),
+            &m,
+            &[region(42)]
+        ));
+        // A member joining.
+        m.push(member(10, MemberStatus::Joining, 1));
+        assert!(!is_a_good_time_to_rebalance(&entries(&[1, 1, 1]), &m, &[]));
+        // akka#29709: no region at all is not a good time (and does not panic).
+        assert!(!is_a_good_time_to_rebalance(&[], &up(&[1]), &[]));
+    }
+
+    #[test]
+    fn allocation_prefers_the_newest_app_version() {
+        // §10.1 step 2 (MIX:30-55): the highest app version first, then fewer shards; leaving
+        // members still last.
+        let mut r = allocations(&[0, 3, 5]);
+        r[2].app_version = 2; // C runs the new version, with the most shards
+        let s = new(0, 0.1);
+        assert_eq!(
+            s.allocate_shard(region(1), ShardId(99), &r),
+            Some(region(3))
+        );
+        r[2].leaving = true; // ... but it is leaving
+        assert_eq!(
+            s.allocate_shard(region(1), ShardId(99), &r),
+            Some(region(1))
+        );
+        // Akka before 2.6.10 (`rebalance-during-rolling-update`): no version preference.
+        r[2].leaving = false;
+        let pre = LeastShardAllocationStrategy {
+            prefers_newest_app_version: false,
+            ..new(0, 0.1)
+        };
+        assert_eq!(
+            pre.allocate_shard(region(1), ShardId(99), &r),
+            Some(region(1))
+        );
+        // The order itself: C (the newest) first, then by shard count.
+        let order: Vec<u32> = suitability_sorted(&r, true)
+            .iter()
+            .map(|e| e.region.node.0)
+            .collect();
+        assert_eq!(order, vec![3, 1, 2]);
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //! Sans-IO: call [`Coordinator::handle`] with the time and one input.
 
 use crate::ids::{RegionRef, ShardId};
-use crate::protocol::allocation::{ClusterHealth, RegionEntry, ShardAllocationStrategy};
+use crate::protocol::allocation::{
+    is_a_good_time_to_rebalance, ClusterHealth, RegionEntry, ShardAllocationStrategy,
+};
 use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use crate::protocol::{
     Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Output, Role,
@@ -232,6 +234,8 @@ pub struct Coordinator {
     state: CoordinatorState,
     phase: Phase,
     members: Vec<Member>,
+    /// The members its node's view shows as unreachable (`clusterState.unreachable`).
+    unreachable: Vec<RegionRef>,
     alive_regions: BTreeSet<RegionRef>,
     all_regions_registered: bool,
     /// shard → requesters whose GetShardHome is deferred until the hand-off ends (§4.2).
@@ -282,7 +286,22 @@ impl Coordinator {
             Phase::WaitingForStateInitialized
         };
         out.set_timer(Timer::RebalanceTick, settings.rebalance_interval());
-        Ok(Coordinator {
+        Ok(Coordinator::with_state(
+            me, settings, options, strategy, state, phase, None,
+        ))
+    }
+
+    /// A coordinator of either mode with its loaded `state`, nothing in flight.
+    fn with_state(
+        me: Addr,
+        settings: Settings,
+        options: ProtocolOptions,
+        strategy: Box<dyn ShardAllocationStrategy>,
+        state: CoordinatorState,
+        phase: Phase,
+        ddata: Option<Ddata>,
+    ) -> Self {
+        Coordinator {
             me,
             settings,
             options,
@@ -290,6 +309,7 @@ impl Coordinator {
             state,
             phase,
             members: Vec::new(),
+            unreachable: Vec::new(),
             alive_regions: BTreeSet::new(),
             all_regions_registered: false,
             rebalance_in_progress: BTreeMap::new(),
@@ -300,8 +320,8 @@ impl Coordinator {
             graceful: BTreeSet::new(),
             members_dirty: false,
             stopped: false,
-            ddata: None,
-        })
+            ddata,
+        }
     }
 
     /// Start a ddata-mode coordinator (`DDataShardCoordinator`, §3.3): it reads the state
@@ -320,26 +340,15 @@ impl Coordinator {
         };
         // The base constructor schedules the rebalance tick (SC:850).
         out.set_timer(Timer::RebalanceTick, settings.rebalance_interval());
-        let c = Coordinator {
+        let c = Coordinator::with_state(
             me,
             settings,
             options,
             strategy,
             state,
-            phase: Phase::WaitingForInitialState,
-            members: Vec::new(),
-            alive_regions: BTreeSet::new(),
-            all_regions_registered: false,
-            rebalance_in_progress: BTreeMap::new(),
-            handoffs: BTreeMap::new(),
-            persisting: None,
-            stash: VecDeque::new(),
-            termination_in_progress: BTreeSet::new(),
-            graceful: BTreeSet::new(),
-            members_dirty: false,
-            stopped: false,
-            ddata: Some(Ddata::default()),
-        };
+            Phase::WaitingForInitialState,
+            Some(Ddata::default()),
+        );
         c.read_state(out);
         if c.settings.remember_entities {
             // getAllRememberedShards(): the coordinator's remember store loads the set.
@@ -677,6 +686,11 @@ impl Coordinator {
                 self.members = members;
                 self.members_dirty = true;
             }
+            Input::Unreachable(unreachable) => {
+                // Read only by the rebalance gate; nothing to do now.
+                self.unreachable = unreachable;
+                return;
+            }
             Input::Timeout(Timer::PersistTimeout) => {
                 if self.persisting.is_some() {
                     // onPersistFailure: the persistent actor stops; the back-off supervisor
@@ -878,6 +892,7 @@ impl Coordinator {
             Input::Request(_)
             | Input::MembersChanged(_)
             | Input::Persisted
+            | Input::Unreachable(_)
             | Input::StateRead(_)
             | Input::StateWritten(_)
             | Input::RememberedShards(_)
@@ -1190,6 +1205,7 @@ impl Coordinator {
                         region: *r,
                         up_number: u32::MAX,
                         leaving: false,
+                        app_version: 0,
                         shards: shards.clone(),
                     });
                 }
@@ -1206,6 +1222,7 @@ impl Coordinator {
                 region: *r,
                 up_number: m.up_number,
                 leaving,
+                app_version: m.app_version,
                 shards: shards.clone(),
             });
         }
@@ -1356,11 +1373,12 @@ impl Coordinator {
         }
         let entries = self.region_entries(false);
         let in_progress: BTreeSet<ShardId> = self.rebalance_in_progress.keys().copied().collect();
+        // `isAGoodTimeToRebalance` (MIX, 2.6.10, §12 B38): the regions on one app version, no
+        // member unreachable, none joining. Before 2.6.10 (`rebalance-during-rolling-update`)
+        // there was no such check: a rebalance ran whenever the strategy asked for one.
         let health = ClusterHealth {
-            good_time_to_rebalance: self
-                .members
-                .iter()
-                .all(|m| m.status != MemberStatus::Joining),
+            good_time_to_rebalance: self.options.rebalance_during_rolling_update
+                || is_a_good_time_to_rebalance(&entries, &self.members, &self.unreachable),
         };
         let shards = self.strategy.rebalance(&entries, &in_progress, health);
         for shard in shards {

@@ -213,6 +213,7 @@ impl Region {
             Input::MembersChanged(members) => self.on_members_changed(members, out),
             Input::Persisted
             | Input::Terminate
+            | Input::Unreachable(_)
             | Input::StateRead(_)
             | Input::StateWritten(_)
             | Input::RememberedShards(_)

@@ -20,9 +20,15 @@ pub struct Settings {
     pub shard_start_timeout_ms: u64,
     /// `rebalance-interval` (10 s).
     pub rebalance_interval_ms: u64,
-    /// `akka.cluster.min-nr-of-members` (1): GetShardHome is ignored until this many regions
-    /// registered.
+    /// `akka.cluster.min-nr-of-members` (1), or `akka.cluster.role.<role>.min-nr-of-members`
+    /// when `role` is set (§9.2): the coordinator ignores GetShardHome until this many regions
+    /// registered (§3.4 step 4), and the leader keeps joining members Joining until the cluster
+    /// has this many members (of the role) (ClusterDaemon `isMinNrOfMembersFulfilled`).
     pub min_nr_of_members: usize,
+    /// `akka.cluster.sharding.role` (none): only nodes with this role (`[cluster] roles`) host
+    /// shards and the coordinator, which runs on the oldest member with the role; the others
+    /// run a proxy-only region (§5.6, §9.1).
+    pub role: Option<String>,
     /// `least-shard-allocation-strategy.*`.
     pub least_shard_allocation_strategy: LeastShardSettings,
     /// `akka.cluster.down-removal-margin` (off): the coordinator delays a removed region's
@@ -103,6 +109,7 @@ impl Default for Settings {
             shard_start_timeout_ms: 10_000,
             rebalance_interval_ms: 10_000,
             min_nr_of_members: 1,
+            role: None,
             least_shard_allocation_strategy: LeastShardSettings::default(),
             down_removal_margin_ms: 0,
             journal_call_timeout_ms: 10_000,
@@ -265,6 +272,17 @@ pub struct ProtocolOptions {
     /// instead of `ReadMajorityPlus(5)`/`WriteMajorityPlus(3)`, so a write can miss the nodes
     /// the next coordinator reads after the writers left. Off = the fix.
     pub coordinator_plain_majority: bool,
+    /// Akka before 2.6.10 (PR akka#29548, §12 B38): no `isAGoodTimeToRebalance` gate (the
+    /// coordinator rebalances while the regions run different app versions, while members are
+    /// unreachable or joining) and no app-version preference in the allocation's suitability
+    /// ordering, so a rolling update moves shards back and forth. Off = the fix.
+    pub rebalance_during_rolling_update: bool,
+    /// Akka.NET from akka.net#6065 (2022) to 1.5.26 (akka.net#6973, fixed by PRs
+    /// akka.net#7297/#7298 in 1.5.27, §12 B7): the ClusterSingletonManager orders members by a `MemberAgeOrdering` that prefers
+    /// the highest app version over age, while the regions locate the coordinator by age; a
+    /// node with a newer version takes the coordinator over at once, without a hand-over, while
+    /// the oldest still runs it. Off = the fix (`Member.AgeOrdering` everywhere).
+    pub singleton_prefers_newest_app_version: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }

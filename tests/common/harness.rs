@@ -61,6 +61,7 @@ pub fn member(n: u32, up_number: u32, status: MemberStatus, hosting: bool) -> Me
         up_number,
         status,
         hosting,
+        app_version: 0,
     }
 }
 
