@@ -64,6 +64,7 @@ fn member(n: u32, up_number: u32, status: MemberStatus) -> Member {
         up_number,
         status,
         hosting: true,
+        app_version: 0,
     }
 }
 
