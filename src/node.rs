@@ -780,7 +780,10 @@ impl Node {
                     self.timers.remove(&NodeTimer::Membership(timer));
                 }
                 MOutput::MembersChanged(members) => self.on_view(now, members, out),
-                MOutput::Shutdown { reason } => self.shutdown(reason, out),
+                MOutput::Shutdown { reason } => {
+                    self.final_member_removals(now, out);
+                    self.shutdown(reason, out)
+                }
                 MOutput::SelfExiting => self.self_exiting(now, out),
                 MOutput::Observe(ev) => out.output(NodeOutput::Cluster(ev)),
             }
@@ -1151,6 +1154,39 @@ impl Node {
         out.output(NodeOutput::CoordinatorStopped { reason });
         out.output(NodeOutput::CoordinatorTerminated);
         self.back_off_singleton(now, out);
+    }
+
+    /// The cluster of this node shuts down (it was downed, or removed after leaving). Akka
+    /// publishes `ClusterShuttingDown` and then `MemberRemoved` for every other member; since
+    /// 2.4.0 the coordinator ignores everything after the first (`shuttingDown`, SC:1104-1108,
+    /// akka#17200), so here it hears nothing more and stops with the node. With the pre-fix
+    /// option `coordinator-persists-shutdown-removals` (§12 B2) a coordinator still running
+    /// takes those removals as its regions' `Terminated` and persists `ShardRegionTerminated`
+    /// for a region that lives on: its first write leaves for the journal before the node stops
+    /// (the later ones would wait behind it, and the node is gone by then).
+    fn final_member_removals(&mut self, now: Instant, out: &mut impl NodeHost) {
+        if !self
+            .cfg
+            .region
+            .options
+            .coordinator_persists_shutdown_removals
+            || self.coordinator.is_none()
+        {
+            return;
+        }
+        let (node, inc) = (self.me.node, self.me.inc);
+        let view: Vec<Member> = self
+            .view
+            .iter()
+            .map(|m| {
+                let mut m = *m;
+                if (m.node, m.inc) != (node, inc) {
+                    m.status = MemberStatus::Removed;
+                }
+                m
+            })
+            .collect();
+        self.coordinator_input(now, Input::MembersChanged(view), out);
     }
 
     /// The node stops: crash, or shutdown after being downed, removed or leaving. Messages

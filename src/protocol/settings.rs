@@ -237,6 +237,12 @@ pub struct ProtocolOptions {
     /// the next coordinator recovered. Off = the fix (`Terminate`, stashed during the write:
     /// the hand-over waits for it).
     pub coordinator_stops_during_write: bool,
+    /// Akka before 2.4.0 (akka#17200, §12 B2): when its node's cluster shuts down (the node
+    /// left or was downed) a running coordinator still hears the final `MemberRemoved` of
+    /// every other member, takes each as its region's `Terminated` and persists
+    /// `ShardRegionTerminated` for regions that live on. Off = the fix (`ClusterShuttingDown`
+    /// is published first and the coordinator ignores everything after it, `shuttingDown`).
+    pub coordinator_persists_shutdown_removals: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
