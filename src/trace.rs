@@ -337,6 +337,9 @@ pub enum TraceEvent {
         /// The remembered entities it returned.
         entities: Vec<EntityId>,
     },
+    /// `liveness.check-graceful-shutdown` is on: the graceful-shutdown-timeout rule runs
+    /// (recorded after [`TraceEvent::CheckConfig`], only when on).
+    GracefulShutdownCheck,
 }
 
 fn ids_json(ids: &[EntityId]) -> Value {
@@ -441,6 +444,7 @@ impl TraceEvent {
             TraceEvent::StoreWrite { .. } => "store_write",
             TraceEvent::StoreRead { .. } => "store_read",
             TraceEvent::RememberConfig { .. } => "remember_config",
+            TraceEvent::GracefulShutdownCheck => "graceful_shutdown_check",
         }
     }
 
@@ -746,6 +750,7 @@ impl TraceEvent {
                 put("shard", json!(shard.to_string()));
                 put("entities", ids_json(entities));
             }
+            TraceEvent::GracefulShutdownCheck => {}
         }
         Value::Object(v).to_string()
     }

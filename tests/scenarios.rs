@@ -136,6 +136,8 @@ scenario_tests! {
     hazard_randomized_extractor_fixed => "sim-scenarios/hazards/randomized-extractor-fixed.toml",
     hazard_coordinator_persists_shutdown_removals => "sim-scenarios/hazards/coordinator-persists-shutdown-removals.toml",
     hazard_coordinator_persists_shutdown_removals_fixed => "sim-scenarios/hazards/coordinator-persists-shutdown-removals-fixed.toml",
+    hazard_coordinator_stops_before_local_region => "sim-scenarios/hazards/coordinator-stops-before-local-region.toml",
+    hazard_coordinator_stops_before_local_region_fixed => "sim-scenarios/hazards/coordinator-stops-before-local-region-fixed.toml",
     spec_remember_entities_passivate_stops_permanently => "sim-scenarios/specs/remember-entities-passivate-stops-permanently.toml",
     spec_remember_entities_stop_without_passivating => "sim-scenarios/specs/remember-entities-stop-without-passivating.toml",
     spec_remember_entities_rebalance_restarts_shards => "sim-scenarios/specs/remember-entities-rebalance-restarts-shards.toml",

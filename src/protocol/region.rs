@@ -22,6 +22,9 @@ use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
+/// The reason a region stops with when its graceful shutdown times out (SR:1026-1033).
+pub const GRACEFUL_SHUTDOWN_TIMED_OUT: &str = "graceful shutdown timed out";
+
 /// A Shard child of the region, with the region's view of it.
 pub struct ShardSlot {
     /// The Shard actor.
@@ -207,7 +210,7 @@ impl Region {
             Input::Timeout(Timer::GracefulShutdownTimeout) => {
                 // SR:1026-1033: "Graceful shutdown of shard region timed out, region will be
                 // stopped."
-                self.stop(out, "graceful shutdown timed out")
+                self.stop(out, GRACEFUL_SHUTDOWN_TIMED_OUT)
             }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
@@ -709,6 +712,9 @@ impl Region {
                 shard,
                 for_shard,
             } => self.on_start_entity_ack(entity, shard, for_shard, out),
+            // From the local coordinator's `terminate()` (SC:1148-1177): as from coordinated
+            // shutdown (SR:1002-1024).
+            Msg::GracefulShutdown => self.graceful_shutdown(out),
             Msg::CoordinatorTerminated => {
                 // Terminated(coordinator) → coordinator = None; startRegistration() (§5.1).
                 if self
