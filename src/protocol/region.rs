@@ -154,12 +154,27 @@ impl Region {
             }
             return;
         }
-        for m in &self.members_by_age {
+        for m in self.coordinator_candidates(2) {
             out.send(Addr::coordinator(m.region()), msg);
-            if m.status == MemberStatus::Up {
-                break;
-            }
         }
+    }
+
+    /// `coordinatorSelection` (§5.1, SR:842-882): the oldest members up to and including the
+    /// first Up one (akka#28416, PR akka#28470, the fix of §12 B21). Pre-fix (Akka before
+    /// 2.6.2, option `register-to-oldest-only`): `Register` to the oldest member only, even
+    /// while it is Leaving or Exiting and the coordinator already runs on the next one, and
+    /// `GracefulShutdownReq` to the two oldest (`gracefulShutdownCoordinatorSelections`):
+    /// `pre_fix` members.
+    fn coordinator_candidates(&self, pre_fix: usize) -> impl Iterator<Item = &Member> + '_ {
+        let upto = if self.cfg.options.register_to_oldest_only {
+            self.members_by_age.len().min(pre_fix)
+        } else {
+            self.members_by_age
+                .iter()
+                .position(|m| m.status == MemberStatus::Up)
+                .map_or(self.members_by_age.len(), |i| i + 1)
+        };
+        self.members_by_age[..upto].iter()
     }
 
     /// `tryCompleteGracefulShutdownIfInProgress` (SR:1171-1175).
@@ -1102,11 +1117,8 @@ impl Region {
         } else {
             Msg::RegisterProxy { proxy: self.me }
         };
-        for m in &self.members_by_age {
+        for m in self.coordinator_candidates(1) {
             out.send(Addr::coordinator(m.region()), msg);
-            if m.status == MemberStatus::Up {
-                break;
-            }
         }
     }
 

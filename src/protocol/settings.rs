@@ -257,6 +257,12 @@ pub struct ProtocolOptions {
     /// node is Leaving, Exiting or Down; otherwise (a hand-over while the node stays) it stops
     /// and leaves the region running. Off = Akka: the region is shut down and never restarted.
     pub hand_over_keeps_local_region: bool,
+    /// Akka before 2.6.2 (akka#28416, §12 B21): a region sends `Register` and
+    /// `GracefulShutdownReq` to the oldest member only, also while that member is Leaving or
+    /// Exiting and the coordinator already runs on the next one; it reaches the coordinator
+    /// only once the old oldest is removed. Off = the fix (the oldest members up to and
+    /// including the first Up one).
+    pub register_to_oldest_only: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
