@@ -344,7 +344,11 @@ fn terminate_waits_for_the_local_region_to_stop() {
             }
             let (r, c) = (region_stopped.unwrap(), coordinator_stopped.unwrap());
             assert_eq!(told, waits, "{file} seed {seed}");
-            assert_eq!(r <= c, waits, "{file} seed {seed}: region {r:?}, coordinator {c:?}");
+            assert_eq!(
+                r <= c,
+                waits,
+                "{file} seed {seed}: region {r:?}, coordinator {c:?}"
+            );
         }
     }
 }
