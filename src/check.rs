@@ -50,6 +50,10 @@ pub enum Invariant {
     /// A Shard threw an `IllegalStateException` (or an invalid actor name) that the modelled
     /// Akka version has as a bug (§12 B33, B34, B35): every entity of the shard is killed.
     ShardIllegalState,
+    /// A region's graceful shutdown gave up at `GracefulShutdownTimeout` (SR:1026-1033,
+    /// "Graceful shutdown of shard region timed out"): what it still hosted or buffered was
+    /// stopped or dropped without a hand-off (§12 B17, B18).
+    GracefulShutdownTimeout,
 }
 
 impl Invariant {
@@ -66,6 +70,7 @@ impl Invariant {
             Invariant::RoleInvariant => "role-invariant",
             Invariant::MessageLost => "message-lost",
             Invariant::ShardIllegalState => "shard-illegal-state",
+            Invariant::GracefulShutdownTimeout => "graceful-shutdown-timeout",
         }
     }
 }
@@ -184,6 +189,10 @@ impl Checker {
             }
             TraceEvent::RememberConfig { slack_ms } => {
                 self.remember_slack_us = Some(slack_ms.saturating_mul(1000));
+                None
+            }
+            TraceEvent::GracefulShutdownCheck => {
+                self.oracles.graceful_in_time = true;
                 None
             }
             TraceEvent::EntityStopped { entity, .. } if self.remember_slack_us.is_some() => {
@@ -429,6 +438,7 @@ pub fn parse_trace_line(
         "remember_config" => TraceEvent::RememberConfig {
             slack_ms: num("slack_ms")?,
         },
+        "graceful_shutdown_check" => TraceEvent::GracefulShutdownCheck,
         "store_write" => {
             let ids = |k: &str| -> Result<Vec<EntityId>, TraceFileError> {
                 let arr = v
@@ -757,6 +767,7 @@ mod tests {
                 liveness: true,
                 handoff_timeout_ms: 60_000,
             },
+            TraceEvent::GracefulShutdownCheck,
             TraceEvent::NodeUp {
                 node: NodeId(1),
                 incarnation: 3,

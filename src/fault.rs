@@ -68,10 +68,15 @@ pub enum Fault {
         /// The node that issues the down.
         by: Option<NodeId>,
     },
-    /// `node` leaves the cluster gracefully.
+    /// `node` leaves the cluster gracefully: by itself (`by` unset), running coordinated
+    /// shutdown (the region's hand-off first, then the cluster leave); or, with `by`, an
+    /// operator on node `by` calls Akka's `Cluster.leave(node)`, so `node` is Leaving first and
+    /// runs coordinated shutdown when it sees itself Exiting (ClusterDaemon).
     Leave {
         /// The leaving node.
         node: NodeId,
+        /// The node that issues `Cluster.leave`, if not the leaving node itself.
+        by: Option<NodeId>,
     },
     /// The journal becomes unreachable from every node.
     JournalUnavailable,
@@ -184,7 +189,10 @@ impl TryFrom<&FaultSpec> for TimedFault {
                 node: node()?,
                 by: s.by.map(NodeId),
             },
-            FaultKind::Leave => Fault::Leave { node: node()? },
+            FaultKind::Leave => Fault::Leave {
+                node: node()?,
+                by: s.by.map(NodeId),
+            },
             FaultKind::JournalUnavailable => Fault::JournalUnavailable,
             FaultKind::JournalAvailable => Fault::JournalAvailable,
             FaultKind::JournalSlow => Fault::JournalSlow {
@@ -232,10 +240,9 @@ impl From<&TimedFault> for FaultSpec {
         let mut s = FaultSpec::new(t.at_ms, t.fault.kind());
         match &t.fault {
             Fault::Partition { sides: [a, b] } => s.sides = Some([raw(a), raw(b)]),
-            Fault::Isolate { node }
-            | Fault::Crash { node }
-            | Fault::Restart { node }
-            | Fault::Leave { node } => s.node = Some(node.0),
+            Fault::Isolate { node } | Fault::Crash { node } | Fault::Restart { node } => {
+                s.node = Some(node.0)
+            }
             Fault::OneWay { from, to } => {
                 s.from = Some(from.0);
                 s.to = Some(to.0);
@@ -245,7 +252,7 @@ impl From<&TimedFault> for FaultSpec {
                 s.node = Some(node.0);
                 s.duration_ms = Some(*duration_ms);
             }
-            Fault::Down { node, by } => {
+            Fault::Down { node, by } | Fault::Leave { node, by } => {
                 s.node = Some(node.0);
                 s.by = by.map(|b| b.0);
             }
@@ -310,12 +317,14 @@ impl Fault {
             Fault::Isolate { node }
             | Fault::Crash { node }
             | Fault::Restart { node }
-            | Fault::Leave { node }
+            | Fault::Leave { node, by: None }
             | Fault::Down { node, by: None } => format!("node {node}"),
             Fault::OneWay { from, to } => format!("{from} -> {to}"),
             Fault::Bridge { a, b, c } => format!("bridge {:?}", [a.0, b.0, c.0]),
             Fault::Pause { node, duration_ms } => format!("node {node}, {duration_ms} ms"),
-            Fault::Down { node, by: Some(b) } => format!("node {node}, by node {b}"),
+            Fault::Down { node, by: Some(b) } | Fault::Leave { node, by: Some(b) } => {
+                format!("node {node}, by node {b}")
+            }
             Fault::JournalSlow { extra_latency_ms } => format!("+{extra_latency_ms} ms"),
             Fault::Heal
             | Fault::JournalUnavailable
@@ -331,9 +340,10 @@ impl Fault {
             Fault::Isolate { node }
             | Fault::Crash { node }
             | Fault::Restart { node }
-            | Fault::Pause { node, .. }
-            | Fault::Leave { node } => vec![*node],
-            Fault::Down { node, by } => std::iter::once(*node).chain(*by).collect(),
+            | Fault::Pause { node, .. } => vec![*node],
+            Fault::Down { node, by } | Fault::Leave { node, by } => {
+                std::iter::once(*node).chain(*by).collect()
+            }
             Fault::OneWay { from, to } => vec![*from, *to],
             Fault::Bridge { a, b, c } => vec![*a, *b, *c],
             Fault::Heal
@@ -373,7 +383,10 @@ impl Fault {
                 node: f(*node),
                 by: by.map(&f),
             },
-            Fault::Leave { node } => Fault::Leave { node: f(*node) },
+            Fault::Leave { node, by } => Fault::Leave {
+                node: f(*node),
+                by: by.map(&f),
+            },
             Fault::Heal
             | Fault::JournalUnavailable
             | Fault::JournalAvailable
@@ -428,9 +441,8 @@ impl Fault {
             Fault::Isolate { node: x }
             | Fault::Crash { node: x }
             | Fault::Restart { node: x }
-            | Fault::Pause { node: x, .. }
-            | Fault::Leave { node: x } => node(x),
-            Fault::Down { node: x, by } => {
+            | Fault::Pause { node: x, .. } => node(x),
+            Fault::Down { node: x, by } | Fault::Leave { node: x, by } => {
                 node(x)?;
                 match by {
                     Some(b) if !ok(b) => Err(FaultError::NoSuchNode("by")),
@@ -474,7 +486,7 @@ mod tests {
         NodeId(x)
     }
 
-    /// One fault of every kind (Down twice: with and without `by`).
+    /// One fault of every kind (Down and Leave twice: with and without `by`).
     fn every_kind() -> Vec<Fault> {
         vec![
             Fault::Partition {
@@ -505,7 +517,14 @@ mod tests {
                 node: n(2),
                 by: Some(n(1)),
             },
-            Fault::Leave { node: n(4) },
+            Fault::Leave {
+                node: n(4),
+                by: None,
+            },
+            Fault::Leave {
+                node: n(4),
+                by: Some(n(1)),
+            },
             Fault::JournalUnavailable,
             Fault::JournalAvailable,
             Fault::JournalSlow {
@@ -725,6 +744,7 @@ mod tests {
                 vec![2],
                 vec![2, 1],
                 vec![4],
+                vec![4, 1],
                 vec![],
                 vec![],
                 vec![],

@@ -157,6 +157,9 @@ pub enum NodeInput {
         /// Why.
         reason: String,
     },
+    /// An operator on this node calls `Cluster.leave(target)`: the target becomes Leaving
+    /// and runs coordinated shutdown once it is Exiting.
+    LeaveMember(NodeAddr),
 }
 
 /// Everything a node asks of its host, applied in order.
@@ -376,6 +379,10 @@ pub struct Node {
     /// The membership said this node is Exiting: the `cluster-exiting` phase waits for the
     /// singleton hand-over before `ExitingCompleted`.
     exiting: bool,
+    /// Coordinated shutdown started when this node saw itself Exiting (its leave came from
+    /// `Cluster.leave`, not from coordinated shutdown): the region's phase runs first, then
+    /// `cluster-exiting`.
+    exiting_first: bool,
     /// ClusterSingletonManager `HandingOver`: the new oldest asked for the coordinator; it
     /// gets `HandOverDone` once the coordinator here has stopped.
     handing_over_to: Option<Addr>,
@@ -421,6 +428,7 @@ impl Node {
             stopped: false,
             leaving: false,
             exiting: false,
+            exiting_first: false,
             handing_over_to: None,
             hand_over_from: None,
             hand_over_done: BTreeSet::new(),
@@ -582,6 +590,9 @@ impl Node {
                 out,
             ),
             NodeInput::Stop { reason } => self.shutdown(reason, out),
+            NodeInput::LeaveMember(target) => {
+                self.membership_input(now, MInput::LeaveCommand(target), out)
+            }
         }
     }
 
@@ -835,11 +846,11 @@ impl Node {
                         }
                     }
                     Role::Region => {
-                        self.region = None;
+                        let region = self.region.take();
                         out.output(NodeOutput::RegionStopped { reason });
+                        self.local_region_terminated(now, region, out);
                         if self.leaving {
-                            // Phase `cluster-leave` follows `cluster-sharding-shutdown-region`.
-                            self.membership_input(now, MInput::Leave, out);
+                            self.region_phase_done(now, out);
                         }
                     }
                 },
@@ -870,8 +881,45 @@ impl Node {
         if self.region.is_some() {
             self.in_region(now, out, true, |r, o| r.graceful_shutdown(o));
         } else {
+            self.region_phase_done(now, out);
+        }
+    }
+
+    /// `cluster-sharding-shutdown-region` is done: next `cluster-leave` (Leaving), or, when
+    /// coordinated shutdown started at Exiting, `cluster-exiting` at once.
+    fn region_phase_done(&mut self, now: Instant, out: &mut impl NodeHost) {
+        if self.exiting_first {
+            self.self_exiting(now, out);
+        } else {
             self.membership_input(now, MInput::Leave, out);
         }
+    }
+
+    /// The region here stopped: a coordinator here that had not heard it through
+    /// `RegionStopped` (the region was not registered with it) learns it by death watch, which
+    /// for a local actor is immediate (`Terminated`, SC:1316-1327).
+    fn local_region_terminated(
+        &mut self,
+        now: Instant,
+        region: Option<Region>,
+        out: &mut impl NodeHost,
+    ) {
+        let Some(region) = region else { return };
+        let Some(c) = self.coordinator.as_ref().map(Coordinator::addr) else {
+            return;
+        };
+        if region.coordinator() == Some(c) {
+            return; // its postStop's RegionStopped is on its way
+        }
+        let me = region.me();
+        self.coordinator_input(
+            now,
+            Input::Deliver {
+                from: Addr::region(me),
+                msg: Msg::RegionStopped { region: me },
+            },
+            out,
+        );
     }
 
     fn membership_input(&mut self, now: Instant, input: MInput, out: &mut impl NodeHost) {
@@ -890,8 +938,20 @@ impl Node {
                     self.timers.remove(&NodeTimer::Membership(timer));
                 }
                 MOutput::MembersChanged(members) => self.on_view(now, members, out),
-                MOutput::Shutdown { reason } => self.shutdown(reason, out),
-                MOutput::SelfExiting => self.self_exiting(now, out),
+                MOutput::Shutdown { reason } => {
+                    self.final_member_removals(now, out);
+                    self.shutdown(reason, out)
+                }
+                MOutput::SelfExiting => {
+                    if self.leaving {
+                        self.self_exiting(now, out)
+                    } else {
+                        // ClusterDaemon: "Exiting, starting coordinated shutdown" (its leave
+                        // came from `Cluster.leave`): the region's phase first.
+                        self.exiting_first = true;
+                        self.coordinated_shutdown(now, out);
+                    }
+                }
                 MOutput::Observe(ev) => out.output(NodeOutput::Cluster(ev)),
             }
         }
@@ -1145,9 +1205,28 @@ impl Node {
         let oldest = older.iter().all(|m| m.status == MemberStatus::Exiting);
         if self.coordinator.is_some() {
             // The running coordinator stays through Leaving and Exiting until it is handed
-            // over; a member older than this one (a view that merged) stops it.
-            if !oldest {
-                self.stop_coordinator(now, "no longer the oldest member", out);
+            // over. A member older than this one (a view that merged) makes this node
+            // `WasOldest`: the new oldest answers its `TakeOverFromMe` with `HandOverToMe`,
+            // and the singleton gets its termination message, `Terminate`, as on a leave
+            // (ClusterSingletonManager `WasOldest`, `gotoHandingOver`); with the local region
+            // alive Akka's `terminate()` shuts it down too (§12 B11).
+            if !oldest && self.handing_over_to.is_none() {
+                let new_oldest = older
+                    .iter()
+                    .filter(|m| m.status != MemberStatus::Exiting)
+                    .min_by_key(|m| (m.up_number, m.node))
+                    .map(|m| Addr {
+                        node: m.node,
+                        inc: m.inc,
+                        role: Role::SingletonManager,
+                    });
+                match new_oldest {
+                    Some(to) if !self.cfg.region.options.coordinator_stops_during_write => {
+                        self.handing_over_to = Some(to);
+                        self.coordinator_input(now, Input::Terminate, out);
+                    }
+                    _ => self.stop_coordinator(now, "no longer the oldest member", out),
+                }
             }
             return;
         }
@@ -1347,8 +1426,9 @@ impl Node {
         match (self.coordinator.is_some(), self.handing_over_to.is_some()) {
             // Oldest: wait for the new oldest's HandOverToMe.
             (true, false) => self.set_timer(NodeTimer::ExitingTimeout, EXITING_TIMEOUT, out),
-            // Handing over, its write still in flight: `finish_hand_over` completes.
-            (true, true) => {}
+            // Handing over, the coordinator still stopping (a write in flight, or its local
+            // region's termination): `finish_hand_over` completes, within the phase timeout.
+            (true, true) => self.set_timer(NodeTimer::ExitingTimeout, EXITING_TIMEOUT, out),
             // No singleton here, or it was handed over already.
             (false, _) => self.exiting_completed(now, out),
         }
@@ -1384,6 +1464,39 @@ impl Node {
         out.output(NodeOutput::CoordinatorStopped { reason });
         out.output(NodeOutput::CoordinatorTerminated);
         self.back_off_singleton(now, out);
+    }
+
+    /// The cluster of this node shuts down (it was downed, or removed after leaving). Akka
+    /// publishes `ClusterShuttingDown` and then `MemberRemoved` for every other member; since
+    /// 2.4.0 the coordinator ignores everything after the first (`shuttingDown`, SC:1104-1108,
+    /// akka#17200), so here it hears nothing more and stops with the node. With the pre-fix
+    /// option `coordinator-persists-shutdown-removals` (§12 B2) a coordinator still running
+    /// takes those removals as its regions' `Terminated` and persists `ShardRegionTerminated`
+    /// for a region that lives on: its first write leaves for the journal before the node stops
+    /// (the later ones would wait behind it, and the node is gone by then).
+    fn final_member_removals(&mut self, now: Instant, out: &mut impl NodeHost) {
+        if !self
+            .cfg
+            .region
+            .options
+            .coordinator_persists_shutdown_removals
+            || self.coordinator.is_none()
+        {
+            return;
+        }
+        let (node, inc) = (self.me.node, self.me.inc);
+        let view: Vec<Member> = self
+            .view
+            .iter()
+            .map(|m| {
+                let mut m = *m;
+                if (m.node, m.inc) != (node, inc) {
+                    m.status = MemberStatus::Removed;
+                }
+                m
+            })
+            .collect();
+        self.coordinator_input(now, Input::MembersChanged(view), out);
     }
 
     /// The node stops: crash, or shutdown after being downed, removed or leaving. Messages

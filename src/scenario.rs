@@ -212,6 +212,10 @@ pub struct LivenessSpec {
     pub enabled: bool,
     /// Length of the final quiet period, ms.
     pub quiet_ms: u64,
+    /// Also fail the run if a region's graceful shutdown gives up at its
+    /// `GracefulShutdownTimeout` (invariant `graceful-shutdown-timeout`; off by default: a
+    /// fault during a leave can make Akka's shutdown time out).
+    pub check_graceful_shutdown: bool,
 }
 
 impl Default for LivenessSpec {
@@ -219,6 +223,7 @@ impl Default for LivenessSpec {
         LivenessSpec {
             enabled: false,
             quiet_ms: 30_000,
+            check_graceful_shutdown: false,
         }
     }
 }

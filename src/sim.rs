@@ -318,6 +318,9 @@ impl World {
             liveness: w.sc.liveness.enabled,
             handoff_timeout_ms: w.sc.settings.handoff_timeout_ms,
         });
+        if w.sc.liveness.check_graceful_shutdown {
+            w.emit(TraceEvent::GracefulShutdownCheck);
+        }
         if w.sc.settings.remember_entities {
             // How long a remembered entity may legitimately be down after its last stop:
             // its restart back-off, or its Shard's failed load, back-off and reload (§6.4).

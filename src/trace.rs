@@ -353,6 +353,9 @@ pub enum TraceEvent {
         /// The event.
         event: CoordinatorEvent,
     },
+    /// `liveness.check-graceful-shutdown` is on: the graceful-shutdown-timeout rule runs
+    /// (recorded after [`TraceEvent::CheckConfig`], only when on).
+    GracefulShutdownCheck,
 }
 
 fn ids_json(ids: &[EntityId]) -> Value {
@@ -469,6 +472,7 @@ impl TraceEvent {
             TraceEvent::StoreWrite { .. } => "store_write",
             TraceEvent::StoreRead { .. } => "store_read",
             TraceEvent::RememberConfig { .. } => "remember_config",
+            TraceEvent::GracefulShutdownCheck => "graceful_shutdown_check",
         }
     }
 
@@ -785,6 +789,7 @@ impl TraceEvent {
                 put("shard", json!(shard.to_string()));
                 put("entities", ids_json(entities));
             }
+            TraceEvent::GracefulShutdownCheck => {}
         }
         Value::Object(v).to_string()
     }

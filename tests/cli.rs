@@ -22,6 +22,16 @@ fn bad_scenario_files_name_file_line_and_field() {
             6,
             "settings.min-nr-of-members",
         ),
+        (
+            "tests/data/bad/leave-by-unknown-node.toml",
+            10,
+            "faults[0].by",
+        ),
+        (
+            "tests/data/bad/check-graceful-shutdown-type.toml",
+            5,
+            "check-graceful-shutdown",
+        ),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");

@@ -144,3 +144,18 @@ fn a_starter_that_never_starts_breaks_remembered_entity_liveness() {
         assert!(f.detail.starts_with("remembered entity "), "{store}: {f:?}");
     }
 }
+
+#[test]
+fn coordinator_ignoring_graceful_shutdown_requests_breaks_graceful_shutdown_timeout() {
+    // The fixed twin of §12 B17: the coordinator's node leaves by `Cluster.leave` and its
+    // region hands off its shards under load, clean with Akka's fix. A coordinator that never
+    // starts those hand-offs leaves the region to give up at GracefulShutdownTimeout.
+    let name = "hazards/coordinator-stops-before-local-region-fixed.toml";
+    assert_eq!(
+        first_violation(&scenario_with(name, Mutation::None), 20),
+        None
+    );
+    let sc = scenario_with(name, Mutation::CoordinatorIgnoresGracefulShutdownReq);
+    let f = first_violation(&sc, 20).expect("the deaf coordinator was never caught");
+    assert_eq!(f.invariant, Outcome::GracefulShutdownTimeout, "{f:?}");
+}

@@ -75,6 +75,44 @@ fn registers_with_leaving_oldest_members_up_to_the_first_up_one() {
 }
 
 #[test]
+fn pre_fix_registers_with_the_oldest_only_and_asks_the_two_oldest_to_shut_down() {
+    // Akka before 2.6.2 (akka#28416, §12 B21, option register-to-oldest-only): `Register` to
+    // the oldest member only, even while it is Leaving or Exiting; `GracefulShutdownReq` to
+    // the two oldest (`gracefulShutdownCoordinatorSelections`).
+    let opts = ProtocolOptions {
+        register_to_oldest_only: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = T::with(5, true, quiet(), opts);
+    let out = t.h(Input::MembersChanged(vec![
+        member(1, 1, MemberStatus::Exiting, true),
+        member(2, 2, MemberStatus::Up, true),
+        member(3, 3, MemberStatus::Up, true),
+    ]));
+    assert_eq!(
+        out,
+        vec![
+            send(coord(1), Msg::Register { region: reg(5) }),
+            O::Set(Timer::RegisterRetry, ms(250)),
+        ]
+    );
+    t.from(coord(1), Msg::HostShard { shard: shard(1) });
+    graceful(&mut t);
+    let out = t.h(Input::Timeout(Timer::RegionRetry));
+    let asked: Vec<&O> = out
+        .iter()
+        .filter(|o| matches!(o, O::Send(_, Msg::GracefulShutdownReq { .. })))
+        .collect();
+    assert_eq!(
+        asked,
+        vec![
+            &send(coord(1), Msg::GracefulShutdownReq { region: reg(5) }),
+            &send(coord(2), Msg::GracefulShutdownReq { region: reg(5) }),
+        ]
+    );
+}
+
+#[test]
 fn equally_old_members_are_ordered_by_node() {
     let mut t = T::new(7);
     let out = t.h(Input::MembersChanged(vec![

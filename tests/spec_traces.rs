@@ -307,3 +307,48 @@ fn graceful_leave_hands_everything_over() {
         }
     }
 }
+
+/// §12 B17 (`sim-scenarios/hazards/coordinator-stops-before-local-region*.toml`): the
+/// coordinator's node leaves by `Cluster.leave` and is handed over while its region still hands
+/// off. Akka's `terminate()` (SC:1148-1177) tells the local region `GracefulShutdown` and stops
+/// only after that region stopped; the pre-fix coordinator stops first.
+#[test]
+fn terminate_waits_for_the_local_region_to_stop() {
+    use shardsim::protocol::Msg;
+    for (file, waits) in [
+        ("coordinator-stops-before-local-region-fixed.toml", true),
+        ("coordinator-stops-before-local-region.toml", false),
+    ] {
+        let path = common::root().join("sim-scenarios/hazards").join(file);
+        let sc = Arc::new(Scenario::load(&path).unwrap_or_else(|e| panic!("{e}")));
+        for seed in 0..SEEDS / 4 {
+            let (_, tracer) = run_seed(&sc, seed, TraceMode::Full);
+            let leaver = NodeId(0);
+            let (mut region_stopped, mut coordinator_stopped, mut told) = (None, None, false);
+            for (t, ev) in tracer.events() {
+                match ev {
+                    TraceEvent::RegionStopped { node, .. } if *node == leaver => {
+                        region_stopped.get_or_insert(*t);
+                    }
+                    TraceEvent::CoordinatorStopped { node, .. } if *node == leaver => {
+                        coordinator_stopped.get_or_insert(*t);
+                    }
+                    TraceEvent::Msg {
+                        from,
+                        to,
+                        msg: Msg::GracefulShutdown,
+                        ..
+                    } if *from == leaver && *to == leaver => told = true,
+                    _ => {}
+                }
+            }
+            let (r, c) = (region_stopped.unwrap(), coordinator_stopped.unwrap());
+            assert_eq!(told, waits, "{file} seed {seed}");
+            assert_eq!(
+                r <= c,
+                waits,
+                "{file} seed {seed}: region {r:?}, coordinator {c:?}"
+            );
+        }
+    }
+}

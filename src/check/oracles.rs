@@ -5,6 +5,11 @@
 //!   is still running;
 //! - **allocation-to-downed** (§12 B10), at decision time: a coordinator never chooses a region
 //!   that its own node's member view shows as downed or removed (or no longer shows at all).
+//! - **graceful-shutdown-timeout** (§5.5, §12 B17, B18; when `liveness.check-graceful-shutdown`
+//!   is on): a region in graceful shutdown hands
+//!   off every shard and empties its buffers before its `GracefulShutdownTimeout` (the
+//!   coordinated-shutdown phase timeout − 1 s); giving up there stops entities without a
+//!   hand-off and drops what it buffered.
 
 use super::{Invariant, Violation};
 use crate::ids::NodeId;
@@ -21,6 +26,8 @@ type Writer = (NodeId, u32, u32);
 pub(super) struct Oracles {
     /// Whether the journal-single-writer rule is on.
     pub(super) single_writer: bool,
+    /// Whether the graceful-shutdown-timeout rule is on.
+    pub(super) graceful_in_time: bool,
     /// node → (incarnation, generation) of the coordinator running there.
     running: BTreeMap<NodeId, (u32, u32)>,
     /// The coordinator whose write the journal appended last.
@@ -90,6 +97,19 @@ impl Oracles {
                         });
                     }
                 }
+            }
+            TraceEvent::RegionStopped { node, reason }
+                if self.graceful_in_time
+                    && reason == crate::protocol::region::GRACEFUL_SHUTDOWN_TIMED_OUT =>
+            {
+                return Some(Violation {
+                    invariant: Invariant::GracefulShutdownTimeout,
+                    t,
+                    detail: format!(
+                        "the region on node {} gave up its graceful shutdown (GracefulShutdownTimeout) with shards or buffered messages left",
+                        node.0
+                    ),
+                });
             }
             TraceEvent::AllocationDecided {
                 node,

@@ -269,6 +269,9 @@ pub enum MInput {
     /// This Exiting node finished its exiting tasks (`ExitingCompleted`): confirm to the
     /// other members and stop.
     ExitingCompleted,
+    /// `Cluster.leave(address)` on this node for another member: it becomes Leaving, spread by
+    /// gossip (ClusterDaemon `leaving`); it runs coordinated shutdown when it is Exiting.
+    LeaveCommand(NodeAddr),
 }
 
 /// Something observable for the trace.
@@ -544,6 +547,16 @@ impl Membership {
                         }
                     }
                     return self.stop(out, "left".into());
+                }
+            }
+            MInput::LeaveCommand(a) => {
+                if self.joined
+                    && matches!(
+                        self.gossip.status(a),
+                        Some(MemberStatus::Joining | MemberStatus::Up)
+                    )
+                {
+                    self.set_status(a, MemberStatus::Leaving, None);
                 }
             }
             MInput::DownCommand(a) => {

@@ -253,6 +253,9 @@ pub struct Coordinator {
     stopped: bool,
     /// `state-store-mode = ddata`; `None` in persistence mode.
     ddata: Option<Ddata>,
+    /// `waitingForLocalRegionToTerminate` (SC:1148-1177): `Terminate` arrived while the local
+    /// region was alive; the coordinator stops once its termination is processed.
+    waiting_for_local_region: bool,
 }
 
 impl Coordinator {
@@ -321,6 +324,7 @@ impl Coordinator {
             members_dirty: false,
             stopped: false,
             ddata,
+            waiting_for_local_region: false,
         }
     }
 
@@ -897,15 +901,52 @@ impl Coordinator {
             | Input::StateWritten(_)
             | Input::RememberedShards(_)
             | Input::RememberShardAdded(_) => {}
-            Input::Terminate => {
-                // `terminate()` (SC:1180-1196): no local region is alive by now (coordinated
-                // shutdown stopped it first), so the coordinator stops.
-                self.stopped = true;
-                out.0.push(Output::Stop {
-                    reason: "handed over to the new oldest (Terminate)",
-                });
-            }
+            Input::Terminate => self.terminate(out),
         }
+    }
+
+    /// This node's own region.
+    fn local_region(&self) -> RegionRef {
+        self.me.region_ref()
+    }
+
+    /// `terminate()` (SC:1148-1177, §4.5, the fix of §12 B17, akka#28917/PR #30338): the
+    /// singleton's `Terminate`. If the local region is alive here, or handing off its shards
+    /// (`gracefulShutdownInProgress`), the coordinator tells it `GracefulShutdown` and stops only
+    /// once that region's termination has been processed (`waitingForLocalRegionToTerminate`,
+    /// then `terminate()` again from `regionTerminated`); otherwise it stops at once.
+    /// Akka HEAD does this on every hand-over, also one that is not a shutdown of this node,
+    /// and the region it stops is never started again (§12 B11, akka.net#8583). Options:
+    /// `coordinator-stops-before-local-region` (Akka before 2.6.16) stops at once;
+    /// `hand-over-keeps-local-region` (the fix of akka.net PR #8586) shuts the region down only
+    /// if it is already handing off or this node is Leaving, Exiting or Down.
+    fn terminate(&mut self, out: &mut Outbox) {
+        let local = self.local_region();
+        let alive = self.alive_regions.contains(&local);
+        let handing_off = self.graceful.contains(&local);
+        let node_leaving = self.members.iter().any(|m| {
+            m.region() == local
+                && matches!(
+                    m.status,
+                    MemberStatus::Leaving | MemberStatus::Exiting | MemberStatus::Down
+                )
+        });
+        let wait = (alive || handing_off)
+            && !self.options.coordinator_stops_before_local_region
+            && (!self.options.hand_over_keeps_local_region || handing_off || node_leaving);
+        if wait {
+            if alive {
+                // "region will get this from taking part in coordinated shutdown, but for good
+                // measure"
+                out.send(Addr::region(local), Msg::GracefulShutdown);
+            }
+            self.waiting_for_local_region = true;
+            return;
+        }
+        self.stopped = true;
+        out.0.push(Output::Stop {
+            reason: "handed over to the new oldest (Terminate)",
+        });
     }
 
     fn persist(&mut self, evt: CoordinatorEvent, then: AfterPersist, out: &mut Outbox) {
@@ -1061,6 +1102,10 @@ impl Coordinator {
                 self.graceful.remove(&region);
                 self.termination_in_progress.remove(&region);
                 self.allocate_shard_homes_for_remember_entities();
+                if region == self.local_region() && self.waiting_for_local_region {
+                    // "Local region stopped, terminating coordinator" (SC:1343-1348).
+                    self.terminate(out);
+                }
             }
             AfterPersist::ProxyTerminated => {}
             AfterPersist::Deallocated { shard } => {
@@ -1107,7 +1152,8 @@ impl Coordinator {
             | Msg::HandOff { .. }
             | Msg::HandOverToMe
             | Msg::HandOverInProgress
-            | Msg::HandOverDone => {}
+            | Msg::HandOverDone
+            | Msg::GracefulShutdown => {}
         }
     }
 
@@ -1115,7 +1161,9 @@ impl Coordinator {
     /// RebalanceWorker with `isRebalance = false`) for every shard of the region; an unknown
     /// region is only logged.
     fn on_graceful_shutdown_req(&mut self, region: RegionRef, out: &mut Outbox) {
-        if self.graceful.contains(&region) {
+        if self.graceful.contains(&region)
+            || self.options.mutation == Mutation::CoordinatorIgnoresGracefulShutdownReq
+        {
             return;
         }
         let Some(shards) = self.state.regions.get(&region) else {
@@ -1639,5 +1687,108 @@ mod tests {
         let mut c = coordinator();
         c.state.proxies.insert(rref(2));
         assert_eq!(broken(&c), Some("regions-and-proxies-disjoint"));
+    }
+
+    /// The coordinator of [`coordinator`] with `options`, node 0's own region registered and
+    /// alive, and node 0's member `status` in its view.
+    fn with_local_region(options: ProtocolOptions, status: MemberStatus) -> Coordinator {
+        let mut c = coordinator();
+        c.options = options;
+        let mut out = Outbox::default();
+        let member = |n: u32, status| Member {
+            node: NodeId(n),
+            inc: NodeInc(1),
+            up_number: n + 1,
+            status,
+            hosting: true,
+            app_version: 0,
+        };
+        let view = vec![
+            member(0, status),
+            member(1, MemberStatus::Up),
+            member(2, MemberStatus::Up),
+        ];
+        c.handle(Instant::ZERO, Input::MembersChanged(view), &mut out);
+        c.handle(
+            Instant::ZERO,
+            Input::Deliver {
+                from: Addr::region(rref(0)),
+                msg: Msg::Register { region: rref(0) },
+            },
+            &mut out,
+        );
+        c.handle(Instant::ZERO, Input::Persisted, &mut out);
+        assert!(c.alive_regions.contains(&rref(0)) && !c.stopped);
+        c
+    }
+
+    fn stops(out: &Outbox) -> bool {
+        out.0.iter().any(|o| matches!(o, Output::Stop { .. }))
+    }
+
+    fn tells_local_region_to_shut_down(out: &Outbox) -> bool {
+        out.0.iter().any(|o| {
+            matches!(o, Output::Send { to, msg: Msg::GracefulShutdown } if *to == Addr::region(rref(0)))
+        })
+    }
+
+    /// `terminate()` (SC:1148-1177, §12 B17's fix): with its local region alive the coordinator
+    /// tells it `GracefulShutdown` and stops only once that region's termination is written.
+    #[test]
+    fn terminate_waits_for_the_local_region() {
+        let mut c = with_local_region(ProtocolOptions::default(), MemberStatus::Exiting);
+        let mut out = Outbox::default();
+        c.handle(Instant::ZERO, Input::Terminate, &mut out);
+        assert!(tells_local_region_to_shut_down(&out) && !stops(&out) && !c.stopped);
+        let mut out = Outbox::default();
+        c.handle(
+            Instant::ZERO,
+            Input::Deliver {
+                from: Addr::region(rref(0)),
+                msg: Msg::RegionStopped { region: rref(0) },
+            },
+            &mut out,
+        );
+        assert!(!stops(&out), "the region's termination is persisted first");
+        let mut out = Outbox::default();
+        c.handle(Instant::ZERO, Input::Persisted, &mut out);
+        assert!(stops(&out) && c.stopped);
+        assert_eq!(broken(&c), None);
+    }
+
+    /// §12 B17 before Akka 2.6.16: `Terminate` stops the coordinator at once.
+    #[test]
+    fn pre_fix_terminate_stops_at_once() {
+        let options = ProtocolOptions {
+            coordinator_stops_before_local_region: true,
+            ..Default::default()
+        };
+        let mut c = with_local_region(options, MemberStatus::Exiting);
+        let mut out = Outbox::default();
+        c.handle(Instant::ZERO, Input::Terminate, &mut out);
+        assert!(stops(&out) && !tells_local_region_to_shut_down(&out));
+    }
+
+    /// §12 B11: Akka's `terminate()` shuts the local region down on a hand-over also while its
+    /// node stays Up; the fix option (akka.net PR #8586) stops only the coordinator then, and
+    /// still waits for the region on a node that is leaving.
+    #[test]
+    fn hand_over_of_a_staying_node_and_the_local_region() {
+        let mut c = with_local_region(ProtocolOptions::default(), MemberStatus::Up);
+        let mut out = Outbox::default();
+        c.handle(Instant::ZERO, Input::Terminate, &mut out);
+        assert!(tells_local_region_to_shut_down(&out) && !stops(&out));
+        let fix = ProtocolOptions {
+            hand_over_keeps_local_region: true,
+            ..Default::default()
+        };
+        let mut c = with_local_region(fix.clone(), MemberStatus::Up);
+        let mut out = Outbox::default();
+        c.handle(Instant::ZERO, Input::Terminate, &mut out);
+        assert!(stops(&out) && !tells_local_region_to_shut_down(&out));
+        let mut c = with_local_region(fix, MemberStatus::Leaving);
+        let mut out = Outbox::default();
+        c.handle(Instant::ZERO, Input::Terminate, &mut out);
+        assert!(tells_local_region_to_shut_down(&out) && !stops(&out));
     }
 }

@@ -129,6 +129,10 @@ pub enum Msg {
         /// The shard whose starter asked.
         for_shard: ShardId,
     },
+    /// coordinator → its local region: `ShardRegion.GracefulShutdown`, from the coordinator's
+    /// `terminate()` when the singleton stops it while that region is alive (SC:1148-1177,
+    /// §4.5): hand off every shard and stop.
+    GracefulShutdown,
 }
 
 impl Msg {
@@ -156,6 +160,7 @@ impl Msg {
             Msg::HandOverInProgress => "HandOverInProgress",
             Msg::HandOverDone => "HandOverDone",
             Msg::RegionStopped { .. } => "RegionStopped",
+            Msg::GracefulShutdown => "GracefulShutdown",
         }
     }
 

@@ -22,6 +22,9 @@ use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
+/// The reason a region stops with when its graceful shutdown times out (SR:1026-1033).
+pub const GRACEFUL_SHUTDOWN_TIMED_OUT: &str = "graceful shutdown timed out";
+
 /// A Shard child of the region, with the region's view of it.
 pub struct ShardSlot {
     /// The Shard actor.
@@ -151,12 +154,27 @@ impl Region {
             }
             return;
         }
-        for m in &self.members_by_age {
+        for m in self.coordinator_candidates(2) {
             out.send(Addr::coordinator(m.region()), msg);
-            if m.status == MemberStatus::Up {
-                break;
-            }
         }
+    }
+
+    /// `coordinatorSelection` (§5.1, SR:842-882): the oldest members up to and including the
+    /// first Up one (akka#28416, PR akka#28470, the fix of §12 B21). Pre-fix (Akka before
+    /// 2.6.2, option `register-to-oldest-only`): `Register` to the oldest member only, even
+    /// while it is Leaving or Exiting and the coordinator already runs on the next one, and
+    /// `GracefulShutdownReq` to the two oldest (`gracefulShutdownCoordinatorSelections`):
+    /// `pre_fix` members.
+    fn coordinator_candidates(&self, pre_fix: usize) -> impl Iterator<Item = &Member> + '_ {
+        let upto = if self.cfg.options.register_to_oldest_only {
+            self.members_by_age.len().min(pre_fix)
+        } else {
+            self.members_by_age
+                .iter()
+                .position(|m| m.status == MemberStatus::Up)
+                .map_or(self.members_by_age.len(), |i| i + 1)
+        };
+        self.members_by_age[..upto].iter()
     }
 
     /// `tryCompleteGracefulShutdownIfInProgress` (SR:1171-1175).
@@ -207,7 +225,7 @@ impl Region {
             Input::Timeout(Timer::GracefulShutdownTimeout) => {
                 // SR:1026-1033: "Graceful shutdown of shard region timed out, region will be
                 // stopped."
-                self.stop(out, "graceful shutdown timed out")
+                self.stop(out, GRACEFUL_SHUTDOWN_TIMED_OUT)
             }
             Input::Timeout(_) => {}
             Input::MembersChanged(members) => self.on_members_changed(members, out),
@@ -715,6 +733,9 @@ impl Region {
                 shard,
                 for_shard,
             } => self.on_start_entity_ack(entity, shard, for_shard, out),
+            // From the local coordinator's `terminate()` (SC:1148-1177): as from coordinated
+            // shutdown (SR:1002-1024).
+            Msg::GracefulShutdown => self.graceful_shutdown(out),
             Msg::CoordinatorTerminated => {
                 // Terminated(coordinator) → coordinator = None; startRegistration() (§5.1).
                 if self
@@ -1102,11 +1123,8 @@ impl Region {
         } else {
             Msg::RegisterProxy { proxy: self.me }
         };
-        for m in &self.members_by_age {
+        for m in self.coordinator_candidates(1) {
             out.send(Addr::coordinator(m.region()), msg);
-            if m.status == MemberStatus::Up {
-                break;
-            }
         }
     }
 

@@ -191,6 +191,9 @@ pub enum Mutation {
     /// The region's remember-entities starter never sends `StartEntity`: remembered entities
     /// stay unstarted until a message for them arrives (breaks remembered-entity liveness).
     StarterNeverStarts,
+    /// The coordinator ignores `GracefulShutdownReq`: a region shutting down never has its
+    /// shards handed off and gives up at its timeout (breaks graceful-shutdown-timeout).
+    CoordinatorIgnoresGracefulShutdownReq,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
@@ -283,13 +286,40 @@ pub struct ProtocolOptions {
     /// node with a newer version takes the coordinator over at once, without a hand-over, while
     /// the oldest still runs it. Off = the fix (`Member.AgeOrdering` everywhere).
     pub singleton_prefers_newest_app_version: bool,
+    /// Akka before 2.4.0 (akka#17200, §12 B2): when its node's cluster shuts down (the node
+    /// left or was downed) a running coordinator still hears the final `MemberRemoved` of
+    /// every other member, takes each as its region's `Terminated` and persists
+    /// `ShardRegionTerminated` for regions that live on. Off = the fix (`ClusterShuttingDown`
+    /// is published first and the coordinator ignores everything after it, `shuttingDown`).
+    pub coordinator_persists_shutdown_removals: bool,
+    /// Akka before 2.6.16 (akka#28917, PR akka#30338, §12 B17): the coordinator stops on the
+    /// singleton's `Terminate` at once, also while its local region is still handing off its
+    /// shards; the next coordinator takes them over "the hard way". Off = the fix
+    /// (`waitingForLocalRegionToTerminate`).
+    pub coordinator_stops_before_local_region: bool,
+    /// Fix for §12 B11 (akka.net#8583, the fix of akka.net PR #8586; Akka JVM HEAD has the
+    /// same `terminate()`, SC:1148-1177): on a singleton hand-over the coordinator tells its
+    /// live local region `GracefulShutdown` only if that region is already handing off or this
+    /// node is Leaving, Exiting or Down; otherwise (a hand-over while the node stays) it stops
+    /// and leaves the region running. Off = Akka: the region is shut down and never restarted.
+    pub hand_over_keeps_local_region: bool,
+    /// Akka before 2.6.2 (akka#28416, §12 B21): a region sends `Register` and
+    /// `GracefulShutdownReq` to the oldest member only, also while that member is Leaving or
+    /// Exiting and the coordinator already runs on the next one; it reaches the coordinator
+    /// only once the old oldest is removed. Off = the fix (the oldest members up to and
+    /// including the first Up one).
+    pub register_to_oldest_only: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
 
 /// The options that are this project's fixes for hazards Akka still has; every other option
 /// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
-const FIX_OPTIONS: [&str; 2] = ["handoff-ack-via-owner", "host-shard-resend-skips-handoff"];
+const FIX_OPTIONS: [&str; 3] = [
+    "handoff-ack-via-owner",
+    "host-shard-resend-skips-handoff",
+    "hand-over-keeps-local-region",
+];
 
 impl ProtocolOptions {
     /// What a campaign ran, in one line: "Akka's behaviour" when every option is at its

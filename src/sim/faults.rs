@@ -100,7 +100,14 @@ impl World {
                     self.with_node(by, NodeInput::Down(target));
                 }
             }
-            Fault::Leave { node } => self.with_node(node, NodeInput::Leave),
+            Fault::Leave { node, by: None } => self.with_node(node, NodeInput::Leave),
+            Fault::Leave { node, by: Some(by) } => {
+                // `Cluster.leave(node)` on node `by`; nothing if `by` is not up.
+                if self.is_up(by) {
+                    let target = self.addr_of(node);
+                    self.with_node(by, NodeInput::LeaveMember(target));
+                }
+            }
             Fault::JournalUnavailable => self.set_journal_reachable(false),
             Fault::JournalAvailable => {
                 self.set_journal_reachable(true);

@@ -175,7 +175,7 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
             FaultKind::Leave => {
                 let d = rng.range(5000, sw.max_down_ms.max(5000));
                 let lasts = heal(&mut plan, Fault::Restart { node: x }, d);
-                (Fault::Leave { node: x }, lasts)
+                (Fault::Leave { node: x, by: None }, lasts)
             }
             FaultKind::Restart => (Fault::Restart { node: x }, 0),
             FaultKind::JournalUnavailable => {
