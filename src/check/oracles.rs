@@ -2,7 +2,7 @@
 //!
 //! - **journal-single-writer** (§12 B5, B6; when `journal.check-single-writer` is on): the
 //!   journal never appends a write from one coordinator while the coordinator that wrote last
-//!   is still running;
+//!   is still running, nor one from a coordinator after another has recovered from the journal;
 //! - **allocation-to-downed** (§12 B10), at decision time: a coordinator never chooses a region
 //!   that its own node's member view shows as downed or removed (or no longer shows at all).
 //! - **graceful-shutdown-timeout** (§5.5, §12 B17, B18; when `liveness.check-graceful-shutdown`
@@ -32,6 +32,8 @@ pub(super) struct Oracles {
     running: BTreeMap<NodeId, (u32, u32)>,
     /// The coordinator whose write the journal appended last.
     last_writer: Option<Writer>,
+    /// The coordinator that started (recovered from the journal) last.
+    last_started: Option<Writer>,
     /// node → its member view.
     views: Vec<Vec<Member>>,
 }
@@ -56,6 +58,7 @@ impl Oracles {
                 ..
             } => {
                 self.running.insert(*node, (*incarnation, *generation));
+                self.last_started = Some((*node, *incarnation, *generation));
             }
             TraceEvent::CoordinatorStopped { node, .. } => {
                 self.running.remove(node);
@@ -79,6 +82,21 @@ impl Oracles {
                             detail: format!(
                                 "coordinator on node {} (incarnation {incarnation}) wrote {event:?} after it stopped, while the coordinator on node {} (incarnation {oinc}) runs",
                                 node.0, other.0
+                            ),
+                        });
+                    }
+                }
+                // A write from a coordinator that another one has recovered after (§12 B6, B7):
+                // the newer coordinator's state lacks it, and its own writes will interleave
+                // with it on the next recovery.
+                if let Some(newer @ (nn, ninc, _)) = self.last_started {
+                    if self.single_writer && newer != writer {
+                        return Some(Violation {
+                            invariant: Invariant::JournalSingleWriter,
+                            t,
+                            detail: format!(
+                                "coordinator on node {} (incarnation {incarnation}) wrote {event:?} after the coordinator on node {} (incarnation {ninc}) recovered from the journal without it",
+                                node.0, nn.0
                             ),
                         });
                     }
