@@ -337,6 +337,17 @@ pub enum TraceEvent {
         /// The remembered entities it returned.
         entities: Vec<EntityId>,
     },
+    /// A node began a graceful leave (coordinated shutdown, §5.5): the graceful-leave-loss
+    /// rule watches the drops at this incarnation from here until the node's next incarnation.
+    GracefulLeave {
+        /// The leaving node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+        /// How long the cluster needs to settle after a fault (failure detection,
+        /// stable-after, removal margin, 1 s): a leave this soon after one is not graceful.
+        settle_ms: u64,
+    },
 }
 
 fn ids_json(ids: &[EntityId]) -> Value {
@@ -441,6 +452,7 @@ impl TraceEvent {
             TraceEvent::StoreWrite { .. } => "store_write",
             TraceEvent::StoreRead { .. } => "store_read",
             TraceEvent::RememberConfig { .. } => "remember_config",
+            TraceEvent::GracefulLeave { .. } => "graceful_leave",
         }
     }
 
@@ -745,6 +757,15 @@ impl TraceEvent {
                 put("node", json!(node.0));
                 put("shard", json!(shard.to_string()));
                 put("entities", ids_json(entities));
+            }
+            TraceEvent::GracefulLeave {
+                node,
+                incarnation,
+                settle_ms,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("settle_ms", json!(settle_ms));
             }
         }
         Value::Object(v).to_string()

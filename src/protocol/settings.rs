@@ -166,6 +166,11 @@ pub enum Mutation {
     /// The region's remember-entities starter never sends `StartEntity`: remembered entities
     /// stay unstarted until a message for them arrives (breaks remembered-entity liveness).
     StarterNeverStarts,
+    /// A region's `GracefulShutdown` stops it at once, without asking the coordinator to hand
+    /// its shards off (§5.5 steps 3-6 skipped): its entities die with it and what it buffers
+    /// is lost, as on a crash, although the node leaves gracefully (breaks
+    /// graceful-leave-loss).
+    GracefulShutdownWithoutHandOff,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.

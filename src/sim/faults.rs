@@ -100,7 +100,18 @@ impl World {
                     self.with_node(by, NodeInput::Down(target));
                 }
             }
-            Fault::Leave { node } => self.with_node(node, NodeInput::Leave),
+            Fault::Leave { node } => {
+                if self.is_up(node) {
+                    // For the graceful-leave-loss rule (a second leave of the same incarnation
+                    // changes nothing, there as here).
+                    self.emit(TraceEvent::GracefulLeave {
+                        node,
+                        incarnation: self.slots[node.0 as usize].inc.0,
+                        settle_ms: super::swarm::settle_ms(&self.sc),
+                    });
+                }
+                self.with_node(node, NodeInput::Leave)
+            }
             Fault::JournalUnavailable => self.set_journal_reachable(false),
             Fault::JournalAvailable => {
                 self.set_journal_reachable(true);

@@ -41,6 +41,24 @@ pub fn plan(sc: &Scenario, seed: u64) -> Plan {
     Plan { faults, profile }
 }
 
+/// How long the cluster takes to settle after a fault (ms): failure detection, stable-after
+/// and the removal margin, plus a second of slack. The swarm spaces faults by it when they do
+/// not overlap; the graceful-leave-loss rule does not call a leave graceful this soon after a
+/// fault.
+pub fn settle_ms(sc: &Scenario) -> u64 {
+    let m = &sc.membership;
+    let (stable, margin) = match &m.downing {
+        crate::membership::DowningProvider::SplitBrainResolver {
+            stable_after_ms,
+            down_removal_margin_ms,
+            ..
+        } => (*stable_after_ms, *down_removal_margin_ms),
+        crate::membership::DowningProvider::AutoDown { after_ms } => (*after_ms, 0),
+        crate::membership::DowningProvider::None => (0, 0),
+    };
+    m.acceptable_heartbeat_pause_ms + stable + margin.max(sc.settings.down_removal_margin_ms) + 1000
+}
+
 /// The faults of one seed, and a one-line description of the drawn profile.
 pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
     let mut rng = Rng::fork(seed, Stream::Faults);
@@ -52,24 +70,8 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
         sc.run.duration_ms
     };
     let lo = sw.start_ms.min(end);
-    // Settling time after each fault when faults do not overlap: detection, stable-after and
-    // the removal margin, plus a second of slack.
-    let settle = {
-        let m = &sc.membership;
-        let (stable, margin) = match &m.downing {
-            crate::membership::DowningProvider::SplitBrainResolver {
-                stable_after_ms,
-                down_removal_margin_ms,
-                ..
-            } => (*stable_after_ms, *down_removal_margin_ms),
-            crate::membership::DowningProvider::AutoDown { after_ms } => (*after_ms, 0),
-            crate::membership::DowningProvider::None => (0, 0),
-        };
-        m.acceptable_heartbeat_pause_ms
-            + stable
-            + margin.max(sc.settings.down_removal_margin_ms)
-            + 1000
-    };
+    // Settling time after each fault when faults do not overlap.
+    let settle = settle_ms(sc);
     // Which kinds are on, and how many of each.
     let mut draws: Vec<FaultKind> = Vec::new();
     let mut profile = Vec::new();
