@@ -916,8 +916,19 @@ mod tests {
             detail: detail.into(),
         };
         let s = |x: u64| Instant(x * 1_000_000);
+        let up = |n: u32| TraceEvent::NodeUp {
+            node: NodeId(n),
+            incarnation: n + 1,
+        };
+        // Alone, a leaving node has no new home to hand off to: nothing counts.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(2));
+        c.on_event(s(20), &leave);
+        c.on_event(s(21), &drop(DropReason::RegionStopped));
+        assert!(c.on_event(s(22), &down("left")).is_none());
         // Held during the leave, reported when the node has left.
         let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
         c.on_event(s(20), &leave);
         assert!(c
             .on_event(s(21), &drop(DropReason::RegionStopped))
@@ -931,21 +942,24 @@ mod tests {
         );
         // A dead letter after the node left counts at once; the next incarnation ends it.
         let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
         c.on_event(s(20), &leave);
         c.on_event(s(22), &down("left"));
         let v = c.on_event(s(23), &drop(DropReason::DeadLetter)).unwrap();
         assert_eq!(v.invariant, Outcome::GracefulLeaveLoss);
         let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
         c.on_event(s(20), &leave);
         c.on_event(s(22), &down("left"));
-        let up = TraceEvent::NodeUp {
+        let next = TraceEvent::NodeUp {
             node: NodeId(2),
             incarnation: 4,
         };
-        c.on_event(s(25), &up);
+        c.on_event(s(25), &next);
         assert!(c.on_event(s(26), &drop(DropReason::DeadLetter)).is_none());
         // Drops every hand-off has do not count.
         let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
         c.on_event(s(20), &leave);
         for r in [
             DropReason::HandOffBuffer,
@@ -958,6 +972,7 @@ mod tests {
         assert!(c.on_event(s(22), &down("left")).is_none());
         // A crash during the leave excuses its drops; so does a cut, a pause, a journal fault.
         let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));
         assert!(c.on_event(s(22), &down("crash")).is_none());
@@ -968,6 +983,7 @@ mod tests {
             ("Down", "node 1"),
         ] {
             let mut c = Checker::new();
+            c.on_event(s(0), &up(0));
             c.on_event(s(20), &leave);
             c.on_event(s(21), &drop(DropReason::NodeDown));
             c.on_event(s(21), &fault(kind, detail));
@@ -976,6 +992,7 @@ mod tests {
         // A leave soon after a fault healed is not graceful; one after the settling time is.
         for (heal_at, caught) in [(15, false), (5, true)] {
             let mut c = Checker::new();
+            c.on_event(s(0), &up(0));
             c.on_event(s(1), &fault("Isolate", "node 0"));
             c.on_event(s(heal_at), &fault("Heal", ""));
             c.on_event(s(20), &leave);
@@ -988,6 +1005,7 @@ mod tests {
         }
         // A leave still under way at the end counts its drops then.
         let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
         c.on_event(s(19), &send(4));
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));

@@ -107,6 +107,8 @@ pub enum FaultError {
     NoSuchNode(&'static str),
     /// The field names a node twice where the nodes must differ.
     NotDistinct(&'static str),
+    /// The kind is one the swarm draws (`rolling-restart`), not a single fault.
+    SwarmOnly,
 }
 
 impl FaultError {
@@ -117,6 +119,7 @@ impl FaultError {
             | FaultError::Extra(f)
             | FaultError::NoSuchNode(f)
             | FaultError::NotDistinct(f) => f,
+            FaultError::SwarmOnly => "kind",
         }
     }
 }
@@ -128,6 +131,7 @@ impl fmt::Display for FaultError {
             FaultError::Extra(x) => write!(f, "`{x}` does not apply to this kind"),
             FaultError::NoSuchNode(x) => write!(f, "`{x}` names a node that does not exist"),
             FaultError::NotDistinct(x) => write!(f, "`{x}` names a node twice"),
+            FaultError::SwarmOnly => write!(f, "a swarm kind, not a planned fault"),
         }
     }
 }
@@ -194,6 +198,7 @@ impl TryFrom<&FaultSpec> for TimedFault {
                     .ok_or(Missing("extra-latency-ms"))?,
             },
             FaultKind::JournalFailing => Fault::JournalFailing,
+            FaultKind::RollingRestart => return Err(FaultError::SwarmOnly),
         };
         let t = TimedFault {
             at_ms: s.at_ms,

@@ -29,6 +29,9 @@
 //! operator's down, or any node stopping otherwise than by leaving. Other nodes leaving at the
 //! same time do not (§12 B18 is about that).
 //!
+//! A drop when no other hosting node is up and staying (a lone node, or every other one
+//! leaving as well) does not count either: no node could be the new home.
+//!
 //! Drops during the leave wait until the node has left (its `node_down` with reason `left`):
 //! a crash or a down before then excuses them. A drop after the node left counts at once; at
 //! the end of the run, the drops of a leave still under way count.
@@ -74,6 +77,9 @@ pub(super) struct Graceful {
     paused_until: u64,
     /// When the last disturbance ended (or happened, for a crash or a down), µs.
     last_disturbance: Option<u64>,
+    /// Nodes up, and nodes some member view shows as proxy-only (they never host).
+    up: std::collections::BTreeSet<NodeId>,
+    proxies: std::collections::BTreeSet<NodeId>,
 }
 
 /// Whether a drop for this reason is one a crash has and a graceful leave must not.
@@ -212,6 +218,7 @@ impl Graceful {
                 incarnation,
                 reason,
             } => {
+                self.up.remove(node);
                 if reason != "left" {
                     self.disturbance_ends(t.0);
                     self.spoil_all(&format!("node {node} stopped: {reason}"));
@@ -231,6 +238,16 @@ impl Graceful {
             }
             TraceEvent::NodeUp { node, .. } => {
                 self.leaves.remove(node);
+                self.up.insert(*node);
+            }
+            TraceEvent::MemberView { members, .. } => {
+                for m in members {
+                    if m.hosting {
+                        self.proxies.remove(&m.node);
+                    } else {
+                        self.proxies.insert(m.node);
+                    }
+                }
             }
             TraceEvent::Drop {
                 sender,
@@ -239,8 +256,13 @@ impl Graceful {
                 reason,
                 node,
             } if counts(*reason) => {
+                // A new home needs a hosting node that stays: with none up (a lone node, or
+                // every other one leaving too), nothing can take the shards over.
+                let home = self.up.iter().any(|n| {
+                    n != node && !self.proxies.contains(n) && !self.leaves.contains_key(n)
+                });
                 let l = self.leaves.get_mut(node)?;
-                if l.spoiled.is_some() {
+                if l.spoiled.is_some() || !home {
                     return None;
                 }
                 let h = Held {

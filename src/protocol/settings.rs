@@ -242,13 +242,25 @@ pub struct ProtocolOptions {
     /// the next coordinator recovered. Off = the fix (`Terminate`, stashed during the write:
     /// the hand-over waits for it).
     pub coordinator_stops_during_write: bool,
+    /// Fix for Akka HEAD's rebalance toward a region in graceful shutdown
+    /// (hazards/two-leave-while-joining.toml, §12 B18): the coordinator leaves the regions of
+    /// `gracefulShutdownInProgress` out of the rebalance, as it does out of allocation. Akka
+    /// gives the strategy every region (SC:1005-1007); a shutting-down region whose member is
+    /// still Up and has no shard left is the most suitable, so the strategy keeps taking
+    /// shards from the other regions, which allocation gives back to them: the shutting-down
+    /// region keeps buffering for shards in hand-off and times out. Off = Akka.
+    pub rebalance_skips_shutting_down_regions: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
 
 /// The options that are this project's fixes for hazards Akka still has; every other option
 /// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
-const FIX_OPTIONS: [&str; 2] = ["handoff-ack-via-owner", "host-shard-resend-skips-handoff"];
+const FIX_OPTIONS: [&str; 3] = [
+    "handoff-ack-via-owner",
+    "host-shard-resend-skips-handoff",
+    "rebalance-skips-shutting-down-regions",
+];
 
 impl ProtocolOptions {
     /// What a campaign ran, in one line: "Akka's behaviour" when every option is at its
