@@ -920,15 +920,29 @@ mod tests {
             node: NodeId(n),
             incarnation: n + 1,
         };
-        // Alone, a leaving node has no new home to hand off to: nothing counts.
+        // Node 0 as an Up member: the new home.
+        let view0 = TraceEvent::MemberView {
+            node: NodeId(0),
+            members: vec![crate::protocol::Member {
+                node: NodeId(0),
+                inc: crate::ids::NodeInc(1),
+                up_number: 1,
+                status: crate::protocol::MemberStatus::Up,
+                hosting: true,
+            }],
+        };
+        // Alone, a leaving node has no new home to hand off to: nothing counts; nor with
+        // another node that is up but not yet an Up member.
         let mut c = Checker::new();
         c.on_event(s(0), &up(2));
+        c.on_event(s(0), &up(0));
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));
         assert!(c.on_event(s(22), &down("left")).is_none());
         // Held during the leave, reported when the node has left.
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
         c.on_event(s(20), &leave);
         assert!(c
             .on_event(s(21), &drop(DropReason::RegionStopped))
@@ -943,12 +957,14 @@ mod tests {
         // A dead letter after the node left counts at once; the next incarnation ends it.
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
         c.on_event(s(20), &leave);
         c.on_event(s(22), &down("left"));
         let v = c.on_event(s(23), &drop(DropReason::DeadLetter)).unwrap();
         assert_eq!(v.invariant, Outcome::GracefulLeaveLoss);
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
         c.on_event(s(20), &leave);
         c.on_event(s(22), &down("left"));
         let next = TraceEvent::NodeUp {
@@ -960,6 +976,7 @@ mod tests {
         // Drops every hand-off has do not count.
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
         c.on_event(s(20), &leave);
         for r in [
             DropReason::HandOffBuffer,
@@ -973,6 +990,7 @@ mod tests {
         // A crash during the leave excuses its drops; so does a cut, a pause, a journal fault.
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));
         assert!(c.on_event(s(22), &down("crash")).is_none());
@@ -984,6 +1002,7 @@ mod tests {
         ] {
             let mut c = Checker::new();
             c.on_event(s(0), &up(0));
+            c.on_event(s(0), &view0);
             c.on_event(s(20), &leave);
             c.on_event(s(21), &drop(DropReason::NodeDown));
             c.on_event(s(21), &fault(kind, detail));
@@ -993,6 +1012,7 @@ mod tests {
         for (heal_at, caught) in [(15, false), (5, true)] {
             let mut c = Checker::new();
             c.on_event(s(0), &up(0));
+            c.on_event(s(0), &view0);
             c.on_event(s(1), &fault("Isolate", "node 0"));
             c.on_event(s(heal_at), &fault("Heal", ""));
             c.on_event(s(20), &leave);
@@ -1006,6 +1026,7 @@ mod tests {
         // A leave still under way at the end counts its drops then.
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
         c.on_event(s(19), &send(4));
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));

@@ -29,8 +29,9 @@
 //! operator's down, or any node stopping otherwise than by leaving. Other nodes leaving at the
 //! same time do not (§12 B18 is about that).
 //!
-//! A drop when no other hosting node is up and staying (a lone node, or every other one
-//! leaving as well) does not count either: no node could be the new home.
+//! A drop when no other hosting node is up, staying, and shown Up by some member view (a lone
+//! node, every other one leaving as well, or the others still joining) does not count either:
+//! no node could be the new home.
 //!
 //! Drops during the leave wait until the node has left (its `node_down` with reason `left`):
 //! a crash or a down before then excuses them. A drop after the node left counts at once; at
@@ -77,8 +78,10 @@ pub(super) struct Graceful {
     paused_until: u64,
     /// When the last disturbance ended (or happened, for a crash or a down), µs.
     last_disturbance: Option<u64>,
-    /// Nodes up, and nodes some member view shows as proxy-only (they never host).
-    up: std::collections::BTreeSet<NodeId>,
+    /// Nodes up, with their incarnation; the incarnations some member view has shown Up; and
+    /// the nodes some member view shows as proxy-only (they never host).
+    up: BTreeMap<NodeId, u32>,
+    seen_up: std::collections::BTreeSet<(NodeId, u32)>,
     proxies: std::collections::BTreeSet<NodeId>,
 }
 
@@ -236,12 +239,15 @@ impl Graceful {
                     }
                 }
             }
-            TraceEvent::NodeUp { node, .. } => {
+            TraceEvent::NodeUp { node, incarnation } => {
                 self.leaves.remove(node);
-                self.up.insert(*node);
+                self.up.insert(*node, *incarnation);
             }
             TraceEvent::MemberView { members, .. } => {
                 for m in members {
+                    if m.status == crate::protocol::MemberStatus::Up {
+                        self.seen_up.insert((m.node, m.inc.0));
+                    }
                     if m.hosting {
                         self.proxies.remove(&m.node);
                     } else {
@@ -256,10 +262,14 @@ impl Graceful {
                 reason,
                 node,
             } if counts(*reason) => {
-                // A new home needs a hosting node that stays: with none up (a lone node, or
-                // every other one leaving too), nothing can take the shards over.
-                let home = self.up.iter().any(|n| {
-                    n != node && !self.proxies.contains(n) && !self.leaves.contains_key(n)
+                // A new home needs a hosting node that stays and is an Up member: with none (a
+                // lone node, every other one leaving too, or the others still joining),
+                // nothing can take the shards over.
+                let home = self.up.iter().any(|(n, inc)| {
+                    n != node
+                        && self.seen_up.contains(&(*n, *inc))
+                        && !self.proxies.contains(n)
+                        && !self.leaves.contains_key(n)
                 });
                 let l = self.leaves.get_mut(node)?;
                 if l.spoiled.is_some() || !home {
