@@ -124,6 +124,8 @@ scenario_tests! {
     hazard_stale_host_shard_resend_fixed => "sim-scenarios/hazards/stale-host-shard-resend-fixed.toml",
     hazard_two_leave_while_joining => "sim-scenarios/hazards/two-leave-while-joining.toml",
     hazard_two_leave_while_joining_fixed => "sim-scenarios/hazards/two-leave-while-joining-fixed.toml",
+    hazard_handoff_cut_by_hand_over => "sim-scenarios/hazards/handoff-cut-by-hand-over.toml",
+    hazard_handoff_cut_by_hand_over_fixed => "sim-scenarios/hazards/handoff-cut-by-hand-over-fixed.toml",
     hazard_restart_before_terminated_fixed => "sim-scenarios/hazards/restart-before-terminated-fixed.toml",
     spec_graceful_shutdown => "sim-scenarios/specs/graceful-shutdown.toml",
     spec_graceful_shutdown_oldest => "sim-scenarios/specs/graceful-shutdown-oldest.toml",

@@ -250,16 +250,24 @@ pub struct ProtocolOptions {
     /// shards from the other regions, which allocation gives back to them: the shutting-down
     /// region keeps buffering for shards in hand-off and times out. Off = Akka.
     pub rebalance_skips_shutting_down_regions: bool,
+    /// Fix for a second `HandOff` to a Shard that is still handing off
+    /// (hazards/handoff-cut-by-hand-over.toml, §11.3 last item): Akka's Shard ignores it
+    /// (SH:865-866) and its HandOffStopper answers only the first worker, so when the
+    /// coordinator moved mid-hand-off the new worker waits for handoff-timeout, the shard's
+    /// `GetShardHome`s stay deferred and a shutting-down region keeps its buffers until its
+    /// shutdown times out. With the option the Shard also answers the later worker. Off = Akka.
+    pub handoff_during_handoff_answered: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
 
 /// The options that are this project's fixes for hazards Akka still has; every other option
 /// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
-const FIX_OPTIONS: [&str; 3] = [
+const FIX_OPTIONS: [&str; 4] = [
     "handoff-ack-via-owner",
     "host-shard-resend-skips-handoff",
     "rebalance-skips-shutting-down-regions",
+    "handoff-during-handoff-answered",
 ];
 
 impl ProtocolOptions {
