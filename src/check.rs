@@ -6,9 +6,11 @@
 //! - [`safety`]: at-most-one, per-sender-order, no-duplicate;
 //! - [`oracles`]: journal-single-writer, allocation-to-downed;
 //! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`];
+//! - [`graceful`]: graceful-leave-loss, for drops on a graceful leave;
 //! - here: message-lost, at [`TraceEvent::RunEnd`]: every message sent was delivered, dropped
 //!   with a named reason, or is still on its way.
 
+mod graceful;
 mod liveness;
 mod oracles;
 mod safety;
@@ -54,6 +56,10 @@ pub enum Invariant {
     /// "Graceful shutdown of shard region timed out"): what it still hosted or buffered was
     /// stopped or dropped without a hand-off (§12 B17, B18).
     GracefulShutdownTimeout,
+    /// A node leaving gracefully lost a message the way a crash does (its region stopped with
+    /// messages left, or a message was addressed to it after it stopped), with no crash,
+    /// down, cut or journal fault to explain it (issue 12 item 6; `check/graceful.rs`).
+    GracefulLeaveLoss,
 }
 
 impl Invariant {
@@ -71,6 +77,7 @@ impl Invariant {
             Invariant::MessageLost => "message-lost",
             Invariant::ShardIllegalState => "shard-illegal-state",
             Invariant::GracefulShutdownTimeout => "graceful-shutdown-timeout",
+            Invariant::GracefulLeaveLoss => "graceful-leave-loss",
         }
     }
 }
@@ -110,6 +117,7 @@ pub struct Checker {
     safety: safety::Safety,
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
+    graceful: graceful::Graceful,
     /// shard → the entities its remember-entities store holds, from the store's writes
     /// ([`TraceEvent::StoreWrite`]): for remembered-entity liveness at the end.
     remembered: std::collections::BTreeMap<ShardId, std::collections::BTreeSet<EntityId>>,
@@ -161,6 +169,7 @@ impl Checker {
                     .on_event(t, ev)
                     .or_else(|| self.oracles.on_event(t, ev))
                     .or_else(|| self.liveness.on_event(t, ev))
+                    .or_else(|| self.graceful.on_event(t, ev))
             }
             TraceEvent::RunEnd { in_flight } => {
                 let accounted = self.delivered + self.dropped + in_flight;
@@ -183,8 +192,9 @@ impl Checker {
                         ),
                     });
                 }
-                self.liveness
+                self.graceful
                     .on_event(t, ev)
+                    .or_else(|| self.liveness.on_event(t, ev))
                     .or_else(|| self.remembered_entities_run(t))
             }
             TraceEvent::RememberConfig { slack_ms } => {
@@ -238,7 +248,8 @@ impl Checker {
                 .safety
                 .on_event(t, ev)
                 .or_else(|| self.oracles.on_event(t, ev))
-                .or_else(|| self.liveness.on_event(t, ev)),
+                .or_else(|| self.liveness.on_event(t, ev))
+                .or_else(|| self.graceful.on_event(t, ev)),
         }
     }
 
@@ -589,6 +600,15 @@ pub fn parse_trace_line(
             from: Instant(num("from")?),
             to: Instant(num("to")?),
         },
+        "fault" => TraceEvent::Fault {
+            fault: text("fault")?,
+            detail: text("detail")?,
+        },
+        "graceful_leave" => TraceEvent::GracefulLeave {
+            node: node("node")?,
+            incarnation: num32("incarnation")?,
+            settle_ms: num("settle_ms")?,
+        },
         "run_end" => TraceEvent::RunEnd {
             in_flight: num("in_flight")?,
         },
@@ -883,6 +903,15 @@ mod tests {
                 from: Instant(5),
                 to: Instant(9),
             },
+            TraceEvent::Fault {
+                fault: "Pause".into(),
+                detail: "node 2, 750 ms".into(),
+            },
+            TraceEvent::GracefulLeave {
+                node: NodeId(2),
+                incarnation: 7,
+                settle_ms: 12_000,
+            },
             TraceEvent::RunEnd { in_flight: 3 },
         ];
         for e in events {
@@ -890,6 +919,150 @@ mod tests {
             let back = parse_trace_line(&line, 1).unwrap_or_else(|err| panic!("{line}: {err}"));
             assert_eq!(back, Some((Instant(42), e)), "{line}");
         }
+    }
+
+    #[test]
+    fn graceful_leave_loss_counts_crash_like_drops_of_an_undisturbed_leave() {
+        use crate::protocol::DropReason;
+        let leave = TraceEvent::GracefulLeave {
+            node: NodeId(2),
+            incarnation: 3,
+            settle_ms: 10_000,
+        };
+        let drop = |reason| TraceEvent::Drop {
+            sender: SenderId(0),
+            entity: EntityId(1),
+            seq: 4,
+            reason,
+            node: NodeId(2),
+        };
+        let down = |reason: &str| TraceEvent::NodeDown {
+            node: NodeId(2),
+            incarnation: 3,
+            reason: reason.into(),
+        };
+        let fault = |kind: &str, detail: &str| TraceEvent::Fault {
+            fault: kind.into(),
+            detail: detail.into(),
+        };
+        let s = |x: u64| Instant(x * 1_000_000);
+        let up = |n: u32| TraceEvent::NodeUp {
+            node: NodeId(n),
+            incarnation: n + 1,
+        };
+        // Node 0 as an Up member: the new home.
+        let view0 = TraceEvent::MemberView {
+            node: NodeId(0),
+            members: vec![crate::protocol::Member {
+                node: NodeId(0),
+                inc: crate::ids::NodeInc(1),
+                up_number: 1,
+                status: crate::protocol::MemberStatus::Up,
+                hosting: true,
+                app_version: 0,
+            }],
+        };
+        // Alone, a leaving node has no new home to hand off to: nothing counts; nor with
+        // another node that is up but not yet an Up member.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(2));
+        c.on_event(s(0), &up(0));
+        c.on_event(s(20), &leave);
+        c.on_event(s(21), &drop(DropReason::RegionStopped));
+        assert!(c.on_event(s(22), &down("left")).is_none());
+        // Held during the leave, reported when the node has left.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
+        c.on_event(s(20), &leave);
+        assert!(c
+            .on_event(s(21), &drop(DropReason::RegionStopped))
+            .is_none());
+        let v = c.on_event(s(22), &down("left")).unwrap();
+        assert_eq!(v.invariant, Outcome::GracefulLeaveLoss);
+        assert!(
+            v.detail.contains("(region_stopped) at node 2"),
+            "{}",
+            v.detail
+        );
+        // A dead letter after the node left counts at once; the next incarnation ends it.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
+        c.on_event(s(20), &leave);
+        c.on_event(s(22), &down("left"));
+        let v = c.on_event(s(23), &drop(DropReason::DeadLetter)).unwrap();
+        assert_eq!(v.invariant, Outcome::GracefulLeaveLoss);
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
+        c.on_event(s(20), &leave);
+        c.on_event(s(22), &down("left"));
+        let next = TraceEvent::NodeUp {
+            node: NodeId(2),
+            incarnation: 4,
+        };
+        c.on_event(s(25), &next);
+        assert!(c.on_event(s(26), &drop(DropReason::DeadLetter)).is_none());
+        // Drops every hand-off has do not count.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
+        c.on_event(s(20), &leave);
+        for r in [
+            DropReason::HandOffBuffer,
+            DropReason::EntityStopped,
+            DropReason::BufferFull,
+            DropReason::HandingOffShard,
+        ] {
+            assert!(c.on_event(s(21), &drop(r)).is_none());
+        }
+        assert!(c.on_event(s(22), &down("left")).is_none());
+        // A crash during the leave excuses its drops; so does a cut, a pause, a journal fault.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
+        c.on_event(s(20), &leave);
+        c.on_event(s(21), &drop(DropReason::RegionStopped));
+        assert!(c.on_event(s(22), &down("crash")).is_none());
+        for (kind, detail) in [
+            ("Partition", "sides [0] | [1, 2]"),
+            ("Pause", "node 0, 500 ms"),
+            ("JournalSlow", "+100 ms"),
+            ("Down", "node 1"),
+        ] {
+            let mut c = Checker::new();
+            c.on_event(s(0), &up(0));
+            c.on_event(s(0), &view0);
+            c.on_event(s(20), &leave);
+            c.on_event(s(21), &drop(DropReason::NodeDown));
+            c.on_event(s(21), &fault(kind, detail));
+            assert!(c.on_event(s(22), &down("left")).is_none(), "{kind}");
+        }
+        // A leave soon after a fault healed is not graceful; one after the settling time is.
+        for (heal_at, caught) in [(15, false), (5, true)] {
+            let mut c = Checker::new();
+            c.on_event(s(0), &up(0));
+            c.on_event(s(0), &view0);
+            c.on_event(s(1), &fault("Isolate", "node 0"));
+            c.on_event(s(heal_at), &fault("Heal", ""));
+            c.on_event(s(20), &leave);
+            c.on_event(s(21), &drop(DropReason::RegionStopped));
+            assert_eq!(
+                c.on_event(s(22), &down("left")).is_some(),
+                caught,
+                "{heal_at}"
+            );
+        }
+        // A leave still under way at the end counts its drops then.
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(0));
+        c.on_event(s(0), &view0);
+        c.on_event(s(19), &send(4));
+        c.on_event(s(20), &leave);
+        c.on_event(s(21), &drop(DropReason::RegionStopped));
+        let v = c.on_event(s(30), &TraceEvent::RunEnd { in_flight: 0 });
+        assert_eq!(v.map(|v| v.invariant), Some(Outcome::GracefulLeaveLoss));
     }
 
     #[test]

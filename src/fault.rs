@@ -112,6 +112,8 @@ pub enum FaultError {
     NoSuchNode(&'static str),
     /// The field names a node twice where the nodes must differ.
     NotDistinct(&'static str),
+    /// The kind is one the swarm draws (`rolling-restart`), not a single fault.
+    SwarmOnly,
 }
 
 impl FaultError {
@@ -122,6 +124,7 @@ impl FaultError {
             | FaultError::Extra(f)
             | FaultError::NoSuchNode(f)
             | FaultError::NotDistinct(f) => f,
+            FaultError::SwarmOnly => "kind",
         }
     }
 }
@@ -133,6 +136,7 @@ impl fmt::Display for FaultError {
             FaultError::Extra(x) => write!(f, "`{x}` does not apply to this kind"),
             FaultError::NoSuchNode(x) => write!(f, "`{x}` names a node that does not exist"),
             FaultError::NotDistinct(x) => write!(f, "`{x}` names a node twice"),
+            FaultError::SwarmOnly => write!(f, "a swarm kind, not a planned fault"),
         }
     }
 }
@@ -202,6 +206,7 @@ impl TryFrom<&FaultSpec> for TimedFault {
                     .ok_or(Missing("extra-latency-ms"))?,
             },
             FaultKind::JournalFailing => Fault::JournalFailing,
+            FaultKind::RollingRestart => return Err(FaultError::SwarmOnly),
         };
         let t = TimedFault {
             at_ms: s.at_ms,

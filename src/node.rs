@@ -1164,7 +1164,7 @@ impl Node {
     /// member that is Up or Leaving, or Down but not yet removed (Akka's `OldestChangedBuffer`
     /// drops a member when it is Exiting or removed; a Down one leaves only on removal, then
     /// the new oldest takes over). The coordinator runs here while this node is that oldest
-    /// (and, for a start, Up). When the members older than this node are all Exiting, they
+    /// (and, for a start, Up or Leaving: Akka's manager does not look at its own status). When the members older than this node are all Exiting, they
     /// hand the singleton over: this node asks the previous oldest with `HandOverToMe` and
     /// starts the coordinator when it has answered `HandOverDone` (or has been removed).
     fn singleton_check(&mut self, now: Instant, out: &mut impl NodeHost) {
@@ -1230,8 +1230,12 @@ impl Node {
             }
             return;
         }
-        if self.exiting || self.leaving {
-            return; // a leaving node does not become the oldest
+        if self.exiting {
+            // `SelfExiting` (the `cluster-exiting` phase) removes this node from the
+            // OldestChangedBuffer. Before it, a node whose coordinated shutdown runs is a
+            // candidate like any other: Akka's singleton manager takes over (and the back-off
+            // supervisor restarts a failed coordinator) whatever the node's own status.
+            return;
         }
         // The previous oldest, if it is still Exiting and has not handed over yet: Akka asks
         // `previousOldest.head`, the member that was the oldest before this one; an older
@@ -1246,8 +1250,9 @@ impl Node {
                 inc: m.inc,
             });
         self.hand_over_from = previous.filter(|a| !self.hand_over_done.contains(a));
-        let should_run = oldest && me.status == MemberStatus::Up && self.hand_over_from.is_none();
-        if oldest && me.status == MemberStatus::Up && self.hand_over_from.is_some() {
+        let member = matches!(me.status, MemberStatus::Up | MemberStatus::Leaving);
+        let should_run = oldest && member && self.hand_over_from.is_none();
+        if oldest && member && self.hand_over_from.is_some() {
             // BecomingOldest: ask the previous oldest for the singleton.
             if !self.timers.contains_key(&NodeTimer::HandOverRetry) {
                 self.ask_hand_over(now, out);

@@ -23,6 +23,8 @@ pub enum Stream {
     Entities = 4,
     /// The swarm's draw of entity-layer knobs (`swarm.entity-knobs`).
     SwarmEntities = 5,
+    /// The swarm's draw of a rolling restart's order and timing (`rolling-restart`).
+    SwarmRolling = 6,
 }
 
 impl Rng {

@@ -90,6 +90,10 @@ pub enum FaultKind {
     JournalSlow,
     /// The journal silently fails every write (no acknowledgement).
     JournalFailing,
+    /// A swarm kind only (`swarm.kinds`), not a planned fault: a rolling restart, every
+    /// hosting node in turn leaves gracefully and comes back as a new incarnation (issue 12
+    /// item 7; expanded into `leave` and `restart` faults by the swarm's draw).
+    RollingRestart,
 }
 
 /// One planned fault, as the file writes it. Which fields are needed depends on `kind`, and no
@@ -838,6 +842,10 @@ fn fault_error(i: usize, f: &FaultSpec, n: u32, e: FaultError) -> (String, Strin
             field("extra-latency-ms"),
             "journal-slow needs extra-latency-ms".into(),
         ),
+        ("kind", _) => (
+            field("kind"),
+            "rolling-restart is a swarm kind (swarm.kinds), not a planned fault".into(),
+        ),
         (x, e) => (field(x), e.to_string()),
     }
 }
@@ -1174,6 +1182,11 @@ mod tests {
                 "[[faults]]\nat-ms = 1\nkind = \"journal-slow\"\n",
                 "faults[0].extra-latency-ms",
                 "journal-slow needs extra-latency-ms",
+            ),
+            (
+                "[[faults]]\nat-ms = 1\nkind = \"rolling-restart\"\n",
+                "faults[0].kind",
+                "rolling-restart is a swarm kind (swarm.kinds), not a planned fault",
             ),
             (
                 "[[faults]]\nat-ms = 1\nkind = \"heal\"\n\n[[faults]]\nat-ms = 2\nkind = \"heal\"\nnode = 1\n",

@@ -356,6 +356,17 @@ pub enum TraceEvent {
     /// `liveness.check-graceful-shutdown` is on: the graceful-shutdown-timeout rule runs
     /// (recorded after [`TraceEvent::CheckConfig`], only when on).
     GracefulShutdownCheck,
+    /// A node began a graceful leave (coordinated shutdown, §5.5): the graceful-leave-loss
+    /// rule watches the drops at this incarnation from here until the node's next incarnation.
+    GracefulLeave {
+        /// The leaving node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+        /// How long the cluster needs to settle after a fault (failure detection,
+        /// stable-after, removal margin, 1 s): a leave this soon after one is not graceful.
+        settle_ms: u64,
+    },
 }
 
 fn ids_json(ids: &[EntityId]) -> Value {
@@ -473,6 +484,7 @@ impl TraceEvent {
             TraceEvent::StoreRead { .. } => "store_read",
             TraceEvent::RememberConfig { .. } => "remember_config",
             TraceEvent::GracefulShutdownCheck => "graceful_shutdown_check",
+            TraceEvent::GracefulLeave { .. } => "graceful_leave",
         }
     }
 
@@ -790,6 +802,15 @@ impl TraceEvent {
                 put("entities", ids_json(entities));
             }
             TraceEvent::GracefulShutdownCheck => {}
+            TraceEvent::GracefulLeave {
+                node,
+                incarnation,
+                settle_ms,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("settle_ms", json!(settle_ms));
+            }
         }
         Value::Object(v).to_string()
     }

@@ -159,3 +159,23 @@ fn coordinator_ignoring_graceful_shutdown_requests_breaks_graceful_shutdown_time
     let f = first_violation(&sc, 20).expect("the deaf coordinator was never caught");
     assert_eq!(f.invariant, Outcome::GracefulShutdownTimeout, "{f:?}");
 }
+
+#[test]
+fn a_region_stopping_without_hand_off_on_a_graceful_leave_breaks_graceful_leave_loss() {
+    // Akka's graceful-shutdown spec: the youngest node leaves under load. The broken region
+    // stops at once on GracefulShutdown, as a crash would: messages forwarded to it meanwhile
+    // are dead letters, what it buffered is lost.
+    let faithful = scenario_with("specs/graceful-shutdown.toml", Mutation::None);
+    assert_eq!(first_violation(&faithful, 30), None);
+    let sc = scenario_with(
+        "specs/graceful-shutdown.toml",
+        Mutation::GracefulShutdownWithoutHandOff,
+    );
+    let f = first_violation(&sc, 30).expect("the region that stops at once was never caught");
+    assert_eq!(f.invariant, Outcome::GracefulLeaveLoss, "{f:?}");
+    assert!(
+        f.detail.contains("which began a graceful leave"),
+        "{}",
+        f.detail
+    );
+}

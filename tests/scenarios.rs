@@ -29,7 +29,10 @@ fn seed_cap(path: &Path) -> u64 {
         150
     } else if p.ends_with("specs/remember-entities-store-failure-eventsourced.toml") {
         u64::MAX // its Akka stall shows in 2 seeds of 1,000
-    } else if p.contains("/specs/") || p.contains("rolling-update") || p.contains("swarm-graceful")
+    } else if p.contains("/specs/")
+        || p.contains("rolling-update")
+        || p.contains("swarm-graceful")
+        || p.contains("swarm-rolling")
     {
         300
     } else if p.contains("hazards/remember-")
@@ -119,6 +122,10 @@ scenario_tests! {
     hazard_coordinator_stop_during_write_fixed => "sim-scenarios/hazards/coordinator-stop-during-write-fixed.toml",
     hazard_stale_host_shard_resend => "sim-scenarios/hazards/stale-host-shard-resend.toml",
     hazard_stale_host_shard_resend_fixed => "sim-scenarios/hazards/stale-host-shard-resend-fixed.toml",
+    hazard_two_leave_while_joining => "sim-scenarios/hazards/two-leave-while-joining.toml",
+    hazard_two_leave_while_joining_fixed => "sim-scenarios/hazards/two-leave-while-joining-fixed.toml",
+    hazard_handoff_cut_by_hand_over => "sim-scenarios/hazards/handoff-cut-by-hand-over.toml",
+    hazard_handoff_cut_by_hand_over_fixed => "sim-scenarios/hazards/handoff-cut-by-hand-over-fixed.toml",
     hazard_restart_before_terminated_fixed => "sim-scenarios/hazards/restart-before-terminated-fixed.toml",
     hazard_register_from_non_up_members => "sim-scenarios/hazards/register-from-non-up-members.toml",
     hazard_register_from_non_up_members_fixed => "sim-scenarios/hazards/register-from-non-up-members-fixed.toml",
@@ -163,6 +170,7 @@ scenario_tests! {
     non_coordinator_node_downed => "sim-scenarios/faults/non-coordinator-node-downed.toml",
     two_oldest_leave => "sim-scenarios/faults/two-oldest-leave.toml",
     swarm_graceful => "sim-scenarios/faults/swarm-graceful.toml",
+    swarm_rolling => "sim-scenarios/faults/swarm-rolling.toml",
     rolling_update_oldest_first => "sim-scenarios/faults/rolling-update-oldest-first.toml",
     rolling_update_youngest_first => "sim-scenarios/faults/rolling-update-youngest-first.toml",
     crash_failover => "sim-scenarios/faults/crash-failover.toml",

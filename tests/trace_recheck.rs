@@ -140,6 +140,15 @@ fn cases() -> Vec<(Scenario, Outcome)> {
             ),
             Outcome::Liveness,
         ),
+        // The youngest node leaves gracefully, and its broken region stops at once without
+        // hand-off (as in tests/mutations.rs).
+        (
+            mutated(
+                load("specs/graceful-shutdown.toml"),
+                Mutation::GracefulShutdownWithoutHandOff,
+            ),
+            Outcome::GracefulLeaveLoss,
+        ),
     ]
 }
 
@@ -149,7 +158,7 @@ fn every_invariant_is_found_in_the_file() {
     let found: Vec<Outcome> = cases.iter().map(|(_, inv)| *inv).collect();
     assert_eq!(
         found.len(),
-        10,
+        11,
         "one case per invariant (liveness twice: messages, remembered entities)"
     );
     for (sc, inv) in cases {

@@ -1161,6 +1161,13 @@ impl Coordinator {
     /// RebalanceWorker with `isRebalance = false`) for every shard of the region; an unknown
     /// region is only logged.
     fn on_graceful_shutdown_req(&mut self, region: RegionRef, out: &mut Outbox) {
+        if self.phase != Phase::Active {
+            // `PersistentShardCoordinator.waitingForStateInitialized` handles only Terminate,
+            // StateInitialized, Register (ignored) and Terminated: the request is unhandled,
+            // and the region repeats it on its Retry tick (§5.5 step 3, the B15 fix). Handled
+            // here, it started hand-offs that `stateInitialized()`'s HostShard then crossed.
+            return;
+        }
         if self.graceful.contains(&region)
             || self.options.mutation == Mutation::CoordinatorIgnoresGracefulShutdownReq
         {
@@ -1419,7 +1426,15 @@ impl Coordinator {
         if self.phase != Phase::Active || self.state.regions.is_empty() {
             return;
         }
-        let entries = self.region_entries(false);
+        let mut entries = self.region_entries(false);
+        if self.options.rebalance_skips_shutting_down_regions {
+            // Fix option (hazards/two-leave-while-joining.toml): a region in graceful shutdown
+            // is no rebalance target, as it is no allocation target (§4.4). Akka passes
+            // `state.regions` to the strategy (SC:1005-1007), where the shutting-down region,
+            // still Up with no shard, is the most suitable one, so shards keep moving from the
+            // others and back to them.
+            entries.retain(|e| !self.graceful.contains(&e.region));
+        }
         let in_progress: BTreeSet<ShardId> = self.rebalance_in_progress.keys().copied().collect();
         // `isAGoodTimeToRebalance` (MIX, 2.6.10, §12 B38): the regions on one app version, no
         // member unreachable, none joining. Before 2.6.10 (`rebalance-during-rolling-update`)

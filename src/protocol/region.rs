@@ -121,6 +121,12 @@ impl Region {
             return;
         }
         self.graceful = true;
+        if self.cfg.options.mutation == Mutation::GracefulShutdownWithoutHandOff {
+            return self.stop(
+                out,
+                "graceful shutdown (mutation: stopped without hand-off)",
+            );
+        }
         out.set_timer(
             Timer::GracefulShutdownTimeout,
             self.cfg.settings.graceful_shutdown_timeout(),

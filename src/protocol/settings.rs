@@ -194,6 +194,11 @@ pub enum Mutation {
     /// The coordinator ignores `GracefulShutdownReq`: a region shutting down never has its
     /// shards handed off and gives up at its timeout (breaks graceful-shutdown-timeout).
     CoordinatorIgnoresGracefulShutdownReq,
+    /// A region's `GracefulShutdown` stops it at once, without asking the coordinator to hand
+    /// its shards off (§5.5 steps 3-6 skipped): its entities die with it and what it buffers
+    /// is lost, as on a crash, although the node leaves gracefully (breaks
+    /// graceful-leave-loss).
+    GracefulShutdownWithoutHandOff,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
@@ -309,16 +314,33 @@ pub struct ProtocolOptions {
     /// only once the old oldest is removed. Off = the fix (the oldest members up to and
     /// including the first Up one).
     pub register_to_oldest_only: bool,
+    /// Fix for Akka HEAD's rebalance toward a region in graceful shutdown
+    /// (hazards/two-leave-while-joining.toml, §12 B18): the coordinator leaves the regions of
+    /// `gracefulShutdownInProgress` out of the rebalance, as it does out of allocation. Akka
+    /// gives the strategy every region (SC:1005-1007); a shutting-down region whose member is
+    /// still Up and has no shard left is the most suitable, so the strategy keeps taking
+    /// shards from the other regions, which allocation gives back to them: the shutting-down
+    /// region keeps buffering for shards in hand-off and times out. Off = Akka.
+    pub rebalance_skips_shutting_down_regions: bool,
+    /// Fix for a second `HandOff` to a Shard that is still handing off
+    /// (hazards/handoff-cut-by-hand-over.toml, §11.3 last item): Akka's Shard ignores it
+    /// (SH:865-866) and its HandOffStopper answers only the first worker, so when the
+    /// coordinator moved mid-hand-off the new worker waits for handoff-timeout, the shard's
+    /// `GetShardHome`s stay deferred and a shutting-down region keeps its buffers until its
+    /// shutdown times out. With the option the Shard also answers the later worker. Off = Akka.
+    pub handoff_during_handoff_answered: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
 
 /// The options that are this project's fixes for hazards Akka still has; every other option
 /// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
-const FIX_OPTIONS: [&str; 3] = [
+const FIX_OPTIONS: [&str; 5] = [
     "handoff-ack-via-owner",
     "host-shard-resend-skips-handoff",
     "hand-over-keeps-local-region",
+    "rebalance-skips-shutting-down-regions",
+    "handoff-during-handoff-answered",
 ];
 
 impl ProtocolOptions {

@@ -141,6 +141,9 @@ pub struct Shard {
     /// A `HandOff` that arrived while a store write was in flight: coordinator messages are
     /// stashed in `waitingForRememberEntitiesStore` and handled once it is idle again.
     stashed_handoff: Option<Addr>,
+    /// With `handoff-during-handoff-answered`: the senders of `HandOff`s that arrived during
+    /// the hand-off (a new coordinator's worker), answered with `ShardStopped` when it ends.
+    late_handoffs: Vec<Addr>,
 }
 
 impl Shard {
@@ -170,6 +173,7 @@ impl Shard {
             stranded: BTreeMap::new(),
             reserved: BTreeMap::new(),
             stashed_handoff: None,
+            late_handoffs: Vec::new(),
         };
         s.pre_start(out);
         s
@@ -774,7 +778,16 @@ impl Shard {
     fn hand_off(&mut self, from: Addr, out: &mut Outbox) {
         match self.phase {
             Phase::Running => {}
-            // "HandOff shard received during existing handOff": ignored.
+            // Fix option (hazards/handoff-cut-by-hand-over.toml): a second worker's HandOff
+            // is answered when the running hand-off ends.
+            Phase::HandingOff { to, .. } if self.cfg.options.handoff_during_handoff_answered => {
+                if to != from && !self.late_handoffs.contains(&from) {
+                    self.late_handoffs.push(from);
+                }
+                return;
+            }
+            // "HandOff shard received during existing handOff": ignored (SH:865-866), and
+            // the HandOffStopper answers only the first worker.
             _ => return,
         }
         let mut waiting = BTreeSet::new();
@@ -1071,6 +1084,9 @@ impl Shard {
             if waiting.is_empty() {
                 let to = *to;
                 out.send(to, Msg::ShardStopped { shard: self.id });
+                for late in std::mem::take(&mut self.late_handoffs) {
+                    out.send(late, Msg::ShardStopped { shard: self.id });
+                }
                 out.cancel_timer(self.timer(ShardTimer::HandOffStopTimeout));
                 self.stop_self(out);
                 let _ = now;

@@ -100,12 +100,25 @@ impl World {
                     self.with_node(by, NodeInput::Down(target));
                 }
             }
-            Fault::Leave { node, by: None } => self.with_node(node, NodeInput::Leave),
-            Fault::Leave { node, by: Some(by) } => {
-                // `Cluster.leave(node)` on node `by`; nothing if `by` is not up.
-                if self.is_up(by) {
-                    let target = self.addr_of(node);
-                    self.with_node(by, NodeInput::LeaveMember(target));
+            Fault::Leave { node, by } => {
+                // `by`: `Cluster.leave(node)` on node `by`; nothing if `by` is not up.
+                let asked = by.is_none_or(|b| self.is_up(b));
+                if asked && self.is_up(node) {
+                    // For the graceful-leave-loss rule (a second leave of the same incarnation
+                    // changes nothing, there as here).
+                    self.emit(TraceEvent::GracefulLeave {
+                        node,
+                        incarnation: self.slots[node.0 as usize].inc.0,
+                        settle_ms: super::swarm::settle_ms(&self.sc),
+                    });
+                }
+                match by {
+                    None => self.with_node(node, NodeInput::Leave),
+                    Some(by) if self.is_up(by) => {
+                        let target = self.addr_of(node);
+                        self.with_node(by, NodeInput::LeaveMember(target));
+                    }
+                    Some(_) => {}
                 }
             }
             Fault::JournalUnavailable => self.set_journal_reachable(false),

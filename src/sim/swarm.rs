@@ -41,6 +41,24 @@ pub fn plan(sc: &Scenario, seed: u64) -> Plan {
     Plan { faults, profile }
 }
 
+/// How long the cluster takes to settle after a fault (ms): failure detection, stable-after
+/// and the removal margin, plus a second of slack. The swarm spaces faults by it when they do
+/// not overlap; the graceful-leave-loss rule does not call a leave graceful this soon after a
+/// fault.
+pub fn settle_ms(sc: &Scenario) -> u64 {
+    let m = &sc.membership;
+    let (stable, margin) = match &m.downing {
+        crate::membership::DowningProvider::SplitBrainResolver {
+            stable_after_ms,
+            down_removal_margin_ms,
+            ..
+        } => (*stable_after_ms, *down_removal_margin_ms),
+        crate::membership::DowningProvider::AutoDown { after_ms } => (*after_ms, 0),
+        crate::membership::DowningProvider::None => (0, 0),
+    };
+    m.acceptable_heartbeat_pause_ms + stable + margin.max(sc.settings.down_removal_margin_ms) + 1000
+}
+
 /// The faults of one seed, and a one-line description of the drawn profile.
 pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
     let mut rng = Rng::fork(seed, Stream::Faults);
@@ -52,24 +70,8 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
         sc.run.duration_ms
     };
     let lo = sw.start_ms.min(end);
-    // Settling time after each fault when faults do not overlap: detection, stable-after and
-    // the removal margin, plus a second of slack.
-    let settle = {
-        let m = &sc.membership;
-        let (stable, margin) = match &m.downing {
-            crate::membership::DowningProvider::SplitBrainResolver {
-                stable_after_ms,
-                down_removal_margin_ms,
-                ..
-            } => (*stable_after_ms, *down_removal_margin_ms),
-            crate::membership::DowningProvider::AutoDown { after_ms } => (*after_ms, 0),
-            crate::membership::DowningProvider::None => (0, 0),
-        };
-        m.acceptable_heartbeat_pause_ms
-            + stable
-            + margin.max(sc.settings.down_removal_margin_ms)
-            + 1000
-    };
+    // Settling time after each fault when faults do not overlap.
+    let settle = settle_ms(sc);
     // Which kinds are on, and how many of each.
     let mut draws: Vec<FaultKind> = Vec::new();
     let mut profile = Vec::new();
@@ -90,6 +92,7 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
     }
     let mut plan = Vec::new();
     let mut cursor = lo;
+    let mut rolling: Option<String> = None;
     for kind in draws {
         let at = if sw.overlap {
             rng.range(lo, end.saturating_sub(1000).max(lo))
@@ -178,6 +181,24 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
                 (Fault::Leave { node: x, by: None }, lasts)
             }
             FaultKind::Restart => (Fault::Restart { node: x }, 0),
+            // A rolling restart (at most one per schedule): every hosting node in turn leaves
+            // gracefully and a new incarnation replaces it, oldest first or youngest first.
+            // Its order and timing come from a stream of their own.
+            FaultKind::RollingRestart => {
+                if rolling.is_some() {
+                    continue;
+                }
+                let Some((steps, lasts, desc)) = rolling_restart(sc, seed, at, end, &plan) else {
+                    continue;
+                };
+                rolling = Some(desc);
+                let mut steps = steps.into_iter();
+                let Some(first) = steps.next() else {
+                    continue;
+                };
+                plan.extend(steps);
+                (first.fault, lasts)
+            }
             FaultKind::JournalUnavailable => {
                 let d = rng.range(1000, sw.max_partition_ms.max(1000));
                 let lasts = heal(&mut plan, Fault::JournalAvailable, d);
@@ -204,12 +225,76 @@ pub fn draw(sc: &Scenario, seed: u64) -> (Vec<TimedFault>, String) {
         plan.push(TimedFault { at_ms: at, fault });
         cursor = at + lasts + settle;
     }
+    profile.extend(rolling);
     let profile = if profile.is_empty() {
         "no faults".to_string()
     } else {
         profile.join(" ")
     };
     (plan, profile)
+}
+
+/// A rolling restart starting at `at` (ms), its faults ending before `end`: the hosting nodes
+/// by age at `at` (their join, or their last restart in `plan`), oldest first or youngest
+/// first; each leaves `step` after the previous one and restarts `restart_after` after its own
+/// leave (8 to 12 s, time for coordinated shutdown and the exit; the step 5 to 15 s more).
+/// Returns the faults in time order (the first is the first leave), how long the whole takes,
+/// and a description for the profile; `None` if not even one node fits.
+fn rolling_restart(
+    sc: &Scenario,
+    seed: u64,
+    at: u64,
+    end: u64,
+    plan: &[TimedFault],
+) -> Option<(Vec<TimedFault>, u64, String)> {
+    let mut rng = Rng::fork(seed, Stream::SwarmRolling);
+    let oldest_first = rng.chance(0.5);
+    let restart_after = rng.range(8_000, 12_000);
+    let step = restart_after + rng.range(5_000, 15_000);
+    let mut nodes: Vec<(u64, u32)> = (0..sc.cluster.nodes)
+        .filter(|i| !sc.cluster.proxy_nodes.contains(i))
+        .map(|i| {
+            let restarted = plan
+                .iter()
+                .filter(|f| f.at_ms <= at && f.fault == Fault::Restart { node: NodeId(i) })
+                .map(|f| f.at_ms)
+                .max();
+            (restarted.unwrap_or(0).max(sc.join_at_ms(i)), i)
+        })
+        .collect();
+    nodes.sort();
+    if !oldest_first {
+        nodes.reverse();
+    }
+    let mut faults = Vec::new();
+    let mut lasts = 0;
+    for (k, (_, i)) in nodes.iter().enumerate() {
+        let leave = at + k as u64 * step;
+        if leave + restart_after + 1000 >= end {
+            break;
+        }
+        let node = NodeId(*i);
+        faults.push(TimedFault {
+            at_ms: leave,
+            fault: Fault::Leave { node, by: None },
+        });
+        faults.push(TimedFault {
+            at_ms: leave + restart_after,
+            fault: Fault::Restart { node },
+        });
+        lasts = leave + restart_after - at;
+    }
+    if faults.is_empty() {
+        return None;
+    }
+    let desc = format!(
+        "rolling restart of {} nodes {} first, every {:.1} s, each back after {:.1} s",
+        faults.len() / 2,
+        if oldest_first { "oldest" } else { "youngest" },
+        step as f64 / 1000.0,
+        restart_after as f64 / 1000.0
+    );
+    Some((faults, lasts, desc))
 }
 
 /// With `swarm.entity-knobs`, the scenario seed `seed` runs: the entity-layer knobs drawn for
