@@ -282,7 +282,10 @@ fn singleton_placement_by_age_or_by_app_version() {
                 }
             }
             if prefix {
-                assert!(younger_started > 0 && overlapping > 0, "pre-fix seed {seed}");
+                assert!(
+                    younger_started > 0 && overlapping > 0,
+                    "pre-fix seed {seed}"
+                );
             } else {
                 assert_eq!((younger_started, overlapping), (0, 0), "fixed seed {seed}");
             }
