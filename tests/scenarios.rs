@@ -186,6 +186,7 @@ scenario_tests! {
     swarm_auto_down => "sim-scenarios/faults/swarm-auto-down.toml",
     shrunk_swarm_auto_down_seed260 => "sim-scenarios/shrunk/swarm-auto-down-seed260.toml",
     shrunk_reorder_across_handoff_seed137 => "sim-scenarios/shrunk/reorder-across-handoff-seed137.toml",
+    shrunk_singleton_prefers_newest_app_version_seed0 => "sim-scenarios/shrunk/singleton-prefers-newest-app-version-seed0.toml",
 }
 
 /// The swarm scenario: every seed keeps every invariant, liveness included.
