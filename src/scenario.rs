@@ -557,7 +557,16 @@ impl Scenario {
             );
         }
         let st = &self.settings;
-        if st.remember_entities {
+        // Akka schedules the remember stores' timeouts and the ddata coordinator's reads and
+        // writes (§3.3) with these; zero would fire before any replica could answer.
+        let needs = if st.remember_entities {
+            Some("remember-entities on")
+        } else if st.state_store_mode == StateStoreMode::Ddata {
+            Some("state-store-mode = ddata")
+        } else {
+            None
+        };
+        if let Some(why) = needs {
             for (field, v) in [
                 (
                     "settings.updating-state-timeout-ms",
@@ -569,42 +578,23 @@ impl Scenario {
                 ),
             ] {
                 if v == 0 {
-                    // Akka schedules the store timeouts with these; zero would fire before
-                    // any store could answer.
-                    return err(field, "must be above 0 with remember-entities on".into());
+                    return err(field, format!("must be above 0 with {why}"));
                 }
             }
         }
-        if st.state_store_mode == StateStoreMode::Ddata {
-            for (field, v) in [
-                (
-                    "settings.updating-state-timeout-ms",
-                    st.updating_state_timeout_ms,
-                ),
-                (
-                    "settings.waiting-for-state-timeout-ms",
-                    st.waiting_for_state_timeout_ms,
-                ),
-            ] {
-                if v == 0 {
-                    // The ddata coordinator's reads and writes time out after these (§3.3).
-                    return err(
-                        field,
-                        "must be above 0 with state-store-mode = ddata".into(),
-                    );
-                }
-            }
-            if st.remember_entities && st.remember_entities_store == RememberStore::Eventsourced {
-                // Akka's coordinator then keeps its remembered shards in the journal
-                // (EventSourcedRememberEntitiesCoordinatorStore, §3.3): not modelled.
-                return err(
-                    "settings.state-store-mode",
-                    "ddata with remember-entities-store = eventsourced is not modelled (the \
-                     coordinator's eventsourced remember store); use remember-entities-store = \
-                     ddata or state-store-mode = persistence"
-                        .into(),
-                );
-            }
+        if st.state_store_mode == StateStoreMode::Ddata
+            && st.remember_entities
+            && st.remember_entities_store == RememberStore::Eventsourced
+        {
+            // Akka's coordinator then keeps its remembered shards in the journal
+            // (EventSourcedRememberEntitiesCoordinatorStore, §3.3): not modelled.
+            return err(
+                "settings.state-store-mode",
+                "ddata with remember-entities-store = eventsourced is not modelled (the \
+                 coordinator's eventsourced remember store); use remember-entities-store = \
+                 ddata or state-store-mode = persistence"
+                    .into(),
+            );
         }
         if !(0.0..=1.0).contains(&self.workload.ignore_stop_probability) {
             return err(
