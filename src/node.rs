@@ -804,14 +804,17 @@ impl Node {
     }
 
     /// Put the (drained) outbox back, keeping its allocation. The placeholder `mem::take` left
-    /// has no allocation: forgetting it frees nothing and saves its drop glue on the hot path.
+    /// has no allocation then: forgetting it frees nothing and saves its drop glue on the hot
+    /// path.
     #[inline]
     fn restore_outbox(&mut self, o: Outbox) {
         let placeholder = std::mem::replace(&mut self.out, o);
-        // No handler nests another's take of the outbox (outputs go to the host, which cannot
-        // re-enter this node while it runs), so the placeholder never grew.
-        debug_assert_eq!(placeholder.0.capacity(), 0);
-        std::mem::forget(placeholder);
+        // Usually the placeholder never grew. A node-local output can nest another role's
+        // handler inside `apply` (the local region stopping tells the coordinator here at once,
+        // its local death watch), which took, grew and put back the placeholder: drop that one.
+        if placeholder.0.capacity() == 0 {
+            std::mem::forget(placeholder);
+        }
     }
     /// Apply one role's outputs: the node-local ones here, the rest to the host.
     fn apply(&mut self, now: Instant, role: Role, o: &mut Outbox, out: &mut impl NodeHost) {
