@@ -970,6 +970,15 @@ mod tests {
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));
         assert!(c.on_event(s(22), &down("left")).is_none());
+        // Nor with one that became an Up member less than 2 s before the drop (a replacement
+        // arriving during the leave: its region is not registered yet).
+        let mut c = Checker::new();
+        c.on_event(s(0), &up(2));
+        c.on_event(s(0), &up(0));
+        c.on_event(s(20), &leave);
+        c.on_event(s(20), &view0);
+        c.on_event(s(21), &drop(DropReason::RegionStopped));
+        assert!(c.on_event(s(22), &down("left")).is_none());
         // Held during the leave, reported when the node has left.
         let mut c = Checker::new();
         c.on_event(s(0), &up(0));

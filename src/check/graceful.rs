@@ -54,6 +54,11 @@ struct Held {
     reason: DropReason,
 }
 
+/// How long a member must have been Up before it counts as a home for the shards of a leaving
+/// node: its region registers with the coordinator (back-off from 100 ms, then every
+/// `retry-interval`, 2 s) before it can be allocated anything.
+const HOME_READY_US: u64 = 2_000_000;
+
 /// One graceful leave.
 #[derive(Debug)]
 struct Leave {
@@ -81,7 +86,8 @@ pub(super) struct Graceful {
     /// Nodes up, with their incarnation; the incarnations some member view has shown Up; and
     /// the nodes some member view shows as proxy-only (they never host).
     up: BTreeMap<NodeId, u32>,
-    seen_up: std::collections::BTreeSet<(NodeId, u32)>,
+    /// When each incarnation was first seen as an Up member.
+    seen_up: BTreeMap<(NodeId, u32), u64>,
     proxies: std::collections::BTreeSet<NodeId>,
 }
 
@@ -105,6 +111,24 @@ fn reason_name(r: DropReason) -> String {
 
 impl Graceful {
     /// Spoil every leave under way (its node not yet replaced).
+    /// The hosting incarnations other than `node` that are up, not leaving, and were seen as
+    /// Up members at least [`HOME_READY_US`] before `t`.
+    fn homes(&self, node: NodeId, t: u64) -> Vec<(NodeId, u32)> {
+        self.up
+            .iter()
+            .filter(|(n, inc)| {
+                **n != node
+                    && self
+                        .seen_up
+                        .get(&(**n, **inc))
+                        .is_some_and(|up| up.saturating_add(HOME_READY_US) <= t)
+                    && !self.proxies.contains(n)
+                    && !self.leaves.contains_key(n)
+            })
+            .map(|(n, inc)| (*n, *inc))
+            .collect()
+    }
+
     fn spoil_all(&mut self, why: &str) {
         for l in self.leaves.values_mut() {
             if l.spoiled.is_none() {
@@ -246,7 +270,7 @@ impl Graceful {
             TraceEvent::MemberView { members, .. } => {
                 for m in members {
                     if m.status == crate::protocol::MemberStatus::Up {
-                        self.seen_up.insert((m.node, m.inc.0));
+                        self.seen_up.entry((m.node, m.inc.0)).or_insert(t.0);
                     }
                     if m.hosting {
                         self.proxies.remove(&m.node);
@@ -262,15 +286,11 @@ impl Graceful {
                 reason,
                 node,
             } if counts(*reason) => {
-                // A new home needs a hosting node that stays and is an Up member: with none (a
-                // lone node, every other one leaving too, or the others still joining),
-                // nothing can take the shards over.
-                let home = self.up.iter().any(|(n, inc)| {
-                    n != node
-                        && self.seen_up.contains(&(*n, *inc))
-                        && !self.proxies.contains(n)
-                        && !self.leaves.contains_key(n)
-                });
+                // A new home needs a hosting node that stays and has been an Up member for at
+                // least `HOME_READY_US`: with none (a lone node, every other one leaving too, the
+                // others still joining, or only just arrived, as replacements after a downing
+                // are) nothing can take the shards over before the shutdown gives up.
+                let home = !self.homes(*node, t.0).is_empty();
                 let l = self.leaves.get_mut(node)?;
                 if l.spoiled.is_some() || !home {
                     return None;
