@@ -3,6 +3,7 @@
 //! Every test drives one `Coordinator` through `handle` and asserts on the exact outputs appended.
 
 mod common;
+use common::coordinator_fixtures::*;
 use common::*;
 
 use shardsim::ids::{NodeId, NodeInc, RegionRef, ShardId};
@@ -23,41 +24,8 @@ const A: u32 = 1;
 const B: u32 = 2;
 const P: u32 = 3;
 
-fn reg(n: u32) -> RegionRef {
-    RegionRef {
-        node: NodeId(n),
-        inc: NodeInc(1),
-    }
-}
-
-fn raddr(n: u32) -> Addr {
-    Addr::region(reg(n))
-}
-
 fn me() -> Addr {
     Addr::coordinator(reg(C))
-}
-
-fn shard(s: u32) -> ShardId {
-    ShardId(s)
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn send(to: u32, msg: Msg) -> O {
-    O::Send(raddr(to), msg)
-}
-
-fn home(to: u32, s: u32, owner: u32) -> O {
-    send(
-        to,
-        Msg::ShardHome {
-            shard: shard(s),
-            region: reg(owner),
-        },
-    )
 }
 
 fn host(to: u32, s: u32) -> Vec<O> {

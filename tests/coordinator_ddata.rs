@@ -4,10 +4,11 @@
 //! Every test drives one `Coordinator` through `handle` and asserts on the exact outputs appended.
 
 mod common;
+use common::coordinator_fixtures::*;
 use common::*;
 
 use shardsim::ddata::LwwRegister;
-use shardsim::ids::{NodeId, NodeInc, RegionRef, ShardId};
+use shardsim::ids::{NodeId, NodeInc};
 use shardsim::membership::NodeAddr;
 use shardsim::protocol::allocation::LeastShardAllocationStrategy;
 use shardsim::protocol::coordinator::{
@@ -17,45 +18,12 @@ use shardsim::protocol::settings::{ProtocolOptions, Settings};
 use shardsim::protocol::{
     Addr, CoordinatorEvent, Input, Member, MemberStatus, Msg, Observation, Outbox, Timer,
 };
-use shardsim::time::{Duration, Instant};
+use shardsim::time::Instant;
 
 /// The coordinator runs on node 0; A, B are hosting regions on nodes 1, 2.
 const C: u32 = 0;
 const A: u32 = 1;
 const B: u32 = 2;
-
-fn reg(n: u32) -> RegionRef {
-    RegionRef {
-        node: NodeId(n),
-        inc: NodeInc(1),
-    }
-}
-
-fn raddr(n: u32) -> Addr {
-    Addr::region(reg(n))
-}
-
-fn shard(s: u32) -> ShardId {
-    ShardId(s)
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn send(to: u32, msg: Msg) -> O {
-    O::Send(raddr(to), msg)
-}
-
-fn home(to: u32, s: u32, owner: u32) -> O {
-    send(
-        to,
-        Msg::ShardHome {
-            shard: shard(s),
-            region: reg(owner),
-        },
-    )
-}
 
 fn member(n: u32, up_number: u32, status: MemberStatus) -> Member {
     Member {

@@ -3,6 +3,7 @@
 //! Each test crate uses a part of it.
 #![allow(dead_code)]
 
+pub mod coordinator_fixtures;
 pub mod harness;
 
 use shardsim::ids::ShardId;
