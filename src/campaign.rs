@@ -369,7 +369,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    std::fs::write(&tmp, contents)?;
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        // Flushed to the disk before the rename: after a crash of the machine, too, the file
+        // is the old one or the new one.
+        f.sync_all()?;
+    }
     std::fs::rename(&tmp, path)
 }
 
@@ -499,9 +506,14 @@ fn json_error(file: &Path, text: &str, e: &serde_json::Error, line_base: usize) 
 
 /// Read a summary written by `shardsim fuzz --summary`.
 pub fn read_summary(path: &Path) -> Result<Summary, InputError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(path, None, None, format!("cannot read: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| json_error(path, &text, &e, 0))
+    let text = crate::input::read_text(path)
+        .map_err(|e| InputError::new(path, e.line(), None, e.message()))?;
+    parse_summary(&text, path)
+}
+
+/// Parse a summary's text; `path` is used in errors only.
+pub fn parse_summary(text: &str, path: &Path) -> Result<Summary, InputError> {
+    serde_json::from_str(text).map_err(|e| json_error(path, text, &e, 0))
 }
 
 /// Merge slice summaries of one campaign (one scenario, disjoint seed ranges): counters and
@@ -615,15 +627,12 @@ pub fn parse_corpus(text: &str, path: &Path) -> Result<Corpus, InputError> {
 
 /// Read a corpus file; a missing file is an empty corpus.
 pub fn read_corpus(path: &Path) -> Result<Corpus, InputError> {
-    match std::fs::read_to_string(path) {
+    match crate::input::read_text(path) {
         Ok(text) => parse_corpus(&text, path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Corpus::default()),
-        Err(e) => Err(InputError::new(
-            path,
-            None,
-            None,
-            format!("cannot read: {e}"),
-        )),
+        Err(crate::input::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Corpus::default())
+        }
+        Err(e) => Err(InputError::new(path, e.line(), None, e.message())),
     }
 }
 

@@ -641,8 +641,10 @@ pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
 
 /// Re-check a trace file; errors name the file and line.
 pub fn recheck_file(path: &std::path::Path) -> Result<Option<Violation>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = crate::input::read_text(path).map_err(|e| match e.line() {
+        Some(l) => format!("{}:{l}: {}", path.display(), e.message()),
+        None => format!("{}: {}", path.display(), e.message()),
+    })?;
     recheck(&text).map_err(|e| format!("{}:{e}", path.display()))
 }
 

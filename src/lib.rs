@@ -23,6 +23,7 @@ pub mod ddata;
 pub mod fault;
 pub mod gen;
 pub mod ids;
+pub mod input;
 pub mod membership;
 pub mod node;
 pub mod protocol;

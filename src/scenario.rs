@@ -450,11 +450,11 @@ impl std::error::Error for ScenarioError {}
 impl Scenario {
     /// Load and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let text = crate::input::read_text(path).map_err(|e| ScenarioError {
             file: path.to_path_buf(),
-            line: None,
+            line: e.line(),
             field: None,
-            message: format!("cannot read: {e}"),
+            message: e.message(),
         })?;
         Scenario::parse(&text, path)
     }
@@ -476,7 +476,7 @@ impl Scenario {
         sc.membership.resolve_defaults();
         sc.validate().map_err(|(field, message)| ScenarioError {
             file: path.to_path_buf(),
-            line: line_of_field(text, &field),
+            line: line_of_field_or_table(text, &field),
             field: Some(field),
             message,
         })?;
@@ -903,6 +903,18 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     let (k, _) = line.split_once('=')?;
     let k = k.trim();
     (!k.is_empty()).then(|| k.to_string())
+}
+
+/// The line of a dotted field, or, when the file leaves the field to its default, of the
+/// nearest table around it that the file has (`[liveness]` for `liveness.quiet-ms`).
+fn line_of_field_or_table(text: &str, field: &str) -> Option<usize> {
+    let mut f = field;
+    loop {
+        if let Some(l) = line_of_field(text, f) {
+            return Some(l);
+        }
+        f = &f[..f.rfind('.')?];
+    }
 }
 
 /// The line of a dotted field (`table.key`), found through toml_edit's spans.
