@@ -181,3 +181,36 @@ fn bench_reports_each_round_and_the_median_ratio() {
     assert_eq!(code, 2);
     assert!(err.contains("--rounds"), "{err}");
 }
+
+#[test]
+fn files_that_are_not_utf8_name_their_line() {
+    let d = tmp("not-utf8");
+    let sc = d.join("bad.toml");
+    std::fs::write(&sc, b"name = \"x\"\n[cluster]\nnodes = 3 # \xff\n").unwrap();
+    let (code, _, err) = shardsim(&["run", sc.to_str().unwrap(), "--seed", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{}:3", sc.display())), "{err}");
+    assert!(err.contains("not UTF-8"), "{err}");
+    let tr = d.join("bad.jsonl");
+    std::fs::write(
+        &tr,
+        b"{\"t\":0,\"kind\":\"run_end\",\"in_flight\":0}\n\xc3\n",
+    )
+    .unwrap();
+    let (code, _, err) = shardsim(&["check-trace", tr.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{}:2", tr.display())), "{err}");
+    let corpus = d.join("corpus.jsonl");
+    std::fs::write(&corpus, b"\xfe\n").unwrap();
+    let (code, _, err) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "1",
+        "--corpus",
+        corpus.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{}:1", corpus.display())), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
