@@ -995,6 +995,9 @@ impl Region {
                 return;
             }
         }
+        if self.cfg.options.mutation == Mutation::RegionDiscardsBufferOnHostShard {
+            self.take_buffer(shard);
+        }
         self.deliver_buffer_locally(shard, out);
         out.send(from, Msg::ShardStarted { shard });
     }

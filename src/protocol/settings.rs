@@ -199,6 +199,11 @@ pub enum Mutation {
     /// is lost, as on a crash, although the node leaves gracefully (breaks
     /// graceful-leave-loss).
     GracefulShutdownWithoutHandOff,
+    /// A region that receives `HostShard` discards what it buffered for the shard instead of
+    /// delivering it to the Shard (SR:925-934 delivers it): the messages vanish without a
+    /// drop. Issue 17's first example: only the end-of-run accounting sees it (breaks
+    /// message-lost).
+    RegionDiscardsBufferOnHostShard,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
