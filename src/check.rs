@@ -7,12 +7,16 @@
 //! - [`oracles`]: journal-single-writer, allocation-to-downed;
 //! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`];
 //! - [`graceful`]: graceful-leave-loss, for drops on a graceful leave;
+//! - [`coordinators`]: one-coordinator, when a coordinator starts;
+//! - [`hosting`]: hosting-ack, when an acknowledged shard's Shard stops;
 //! - [`conservation`]: message-lost, at [`TraceEvent::RunEnd`]: every message sent was
 //!   delivered, dropped with a named reason, or is still on its way ([`TraceEvent::Pending`]),
 //!   each once; with a liveness phase, none sent before the window closed is still pending.
 
 mod conservation;
+mod coordinators;
 mod graceful;
+mod hosting;
 mod liveness;
 mod oracles;
 mod safety;
@@ -62,6 +66,13 @@ pub enum Invariant {
     /// messages left, or a message was addressed to it after it stopped), with no crash,
     /// down, cut or journal fault to explain it (issue 12 item 6; `check/graceful.rs`).
     GracefulLeaveLoss,
+    /// Two coordinators ran at once on nodes that could reach each other over the network,
+    /// outside the windows Akka documents (take-over after removal, hand-over on a leave;
+    /// `check/coordinators.rs`).
+    OneCoordinator,
+    /// A region that acknowledged a shard with `ShardStarted` stopped hosting it without a
+    /// `HandOff`, while it and its node stayed up (`check/hosting.rs`).
+    HostingAck,
 }
 
 impl Invariant {
@@ -80,6 +91,8 @@ impl Invariant {
             Invariant::ShardIllegalState => "shard-illegal-state",
             Invariant::GracefulShutdownTimeout => "graceful-shutdown-timeout",
             Invariant::GracefulLeaveLoss => "graceful-leave-loss",
+            Invariant::OneCoordinator => "one-coordinator",
+            Invariant::HostingAck => "hosting-ack",
         }
     }
 }
@@ -117,6 +130,8 @@ pub struct Checker {
     delivered: u64,
     safety: safety::Safety,
     conservation: conservation::Conservation,
+    one_coordinator: coordinators::OneCoordinator,
+    hosting: hosting::HostingAck,
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
     graceful: graceful::Graceful,
@@ -137,6 +152,16 @@ impl Checker {
 
     /// Apply one event; the first violation is returned.
     pub fn on_event(&mut self, t: Instant, ev: &TraceEvent) -> Option<Violation> {
+        if self.hosting.waiting() {
+            let until = match ev {
+                TraceEvent::RunEnd { .. } => None,
+                _ => Some(t),
+            };
+            if let Some(v) = self.hosting.judge(until) {
+                return Some(v);
+            }
+        }
+        self.hosting.on_event(t, ev);
         match ev {
             TraceEvent::CheckConfig {
                 single_writer,
@@ -194,6 +219,7 @@ impl Checker {
             }
             TraceEvent::LivenessPhase { to, .. } => {
                 self.conservation.on_liveness_phase(*to);
+                self.one_coordinator.on_event(t, ev);
                 self.safety
                     .on_event(t, ev)
                     .or_else(|| self.oracles.on_event(t, ev))
@@ -268,7 +294,8 @@ impl Checker {
                 .on_event(t, ev)
                 .or_else(|| self.oracles.on_event(t, ev))
                 .or_else(|| self.liveness.on_event(t, ev))
-                .or_else(|| self.graceful.on_event(t, ev)),
+                .or_else(|| self.graceful.on_event(t, ev))
+                .or_else(|| self.one_coordinator.on_event(t, ev)),
         }
     }
 

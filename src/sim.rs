@@ -782,7 +782,9 @@ impl World {
             return;
         }
         self.stats.messages += 1;
-        if self.tracer.on() {
+        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also
+        // when nothing is traced.
+        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -1097,6 +1099,9 @@ impl World {
                 });
             }
             Observation::RegionRestarted => self.emit(TraceEvent::RegionRestarted { node }),
+            Observation::ShardLoadFailed(shard) => {
+                self.emit(TraceEvent::ShardLoadFailed { node, shard })
+            }
         }
     }
 }
