@@ -1006,6 +1006,30 @@ mod tests {
                 incarnation: 7,
                 settle_ms: 12_000,
             },
+            TraceEvent::Pending {
+                sender: SenderId(2),
+                entity: EntityId(3),
+                seq: 5,
+                node: NodeId(1),
+                place: crate::trace::Place::ShardBuffer,
+            },
+            TraceEvent::ShardLoadFailed {
+                node: NodeId(1),
+                shard: ShardId(5),
+            },
+            TraceEvent::RegionRestarted { node: NodeId(1) },
+            TraceEvent::Msg {
+                from: NodeId(1),
+                to: NodeId(0),
+                actor: crate::protocol::Role::Coordinator,
+                msg: crate::protocol::Msg::ShardStarted { shard: ShardId(5) },
+            },
+            TraceEvent::Msg {
+                from: NodeId(0),
+                to: NodeId(1),
+                actor: crate::protocol::Role::Region,
+                msg: crate::protocol::Msg::HandOff { shard: ShardId(5) },
+            },
             TraceEvent::RunEnd { in_flight: 3 },
         ];
         for e in events {

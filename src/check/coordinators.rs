@@ -184,3 +184,104 @@ impl OneCoordinator {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{Checker, Invariant};
+    use crate::ids::{NodeId, NodeInc};
+    use crate::protocol::{Member, MemberStatus};
+    use crate::time::Instant;
+    use crate::trace::TraceEvent;
+
+    fn up(n: u32) -> TraceEvent {
+        TraceEvent::NodeUp {
+            node: NodeId(n),
+            incarnation: n + 1,
+        }
+    }
+    fn started(n: u32) -> TraceEvent {
+        TraceEvent::CoordinatorStarted {
+            node: NodeId(n),
+            incarnation: n + 1,
+            generation: 1,
+            replayed: 0,
+        }
+    }
+    /// Node `n`'s view: node 0 with `status`, and `n` itself Up.
+    fn view(n: u32, status: MemberStatus) -> TraceEvent {
+        let m = |node: u32, status| Member {
+            node: NodeId(node),
+            inc: NodeInc(node + 1),
+            up_number: node + 1,
+            status,
+            hosting: true,
+            app_version: 0,
+        };
+        TraceEvent::MemberView {
+            node: NodeId(n),
+            members: vec![m(0, status), m(n, MemberStatus::Up)],
+        }
+    }
+    fn fault(kind: &str, detail: &str) -> TraceEvent {
+        TraceEvent::Fault {
+            fault: kind.into(),
+            detail: detail.into(),
+        }
+    }
+    /// Nodes 0 and 2 up, node 0 runs the coordinator; `before` happens, then node 2 (whose
+    /// view has node 0 as `status`) starts one at t = 10 s.
+    fn second(status: MemberStatus, before: &[TraceEvent]) -> Option<Invariant> {
+        let mut c = Checker::new();
+        let s = |x: u64| Instant(x * 1_000_000);
+        for e in [up(0), up(2), started(0), view(2, status)] {
+            assert!(c.on_event(s(1), &e).is_none());
+        }
+        for e in before {
+            assert!(c.on_event(s(5), e).is_none());
+        }
+        c.on_event(s(10), &started(2)).map(|v| v.invariant)
+    }
+
+    #[test]
+    fn a_second_coordinator_among_nodes_that_reach_each_other() {
+        let two = Some(Invariant::OneCoordinator);
+        assert_eq!(second(MemberStatus::Up, &[]), two);
+        assert_eq!(second(MemberStatus::Leaving, &[]), two);
+        // The documented windows: take-over after removal, hand-over from an Exiting oldest.
+        for s in [
+            MemberStatus::Down,
+            MemberStatus::Removed,
+            MemberStatus::Exiting,
+        ] {
+            assert_eq!(second(s, &[]), None, "{s:?}");
+        }
+        // Apart over the network (each side of a split brain has its own): not flagged.
+        let apart = [
+            fault("Partition", "sides [0, 1] | [2]"),
+            fault("Isolate", "node 0"),
+            fault("OneWay", "2 -> 0"),
+            fault("Bridge", "bridge [0, 1, 2]"),
+            fault("Pause", "node 0, 6000 ms"),
+        ];
+        for f in &apart {
+            assert_eq!(second(MemberStatus::Up, std::slice::from_ref(f)), None, "{f:?}");
+        }
+        // Healed, or a pause that is over: they reach each other again.
+        assert_eq!(second(MemberStatus::Up, &[apart[0].clone(), fault("Heal", "")]), two);
+        assert_eq!(second(MemberStatus::Up, &[fault("Pause", "node 0, 4000 ms")]), two);
+        // A partition between other nodes does not separate them.
+        assert_eq!(second(MemberStatus::Up, &[fault("Partition", "sides [1] | [0, 2]")]), two);
+        // The first coordinator stopped, or its node went down: one at a time.
+        let stopped = TraceEvent::CoordinatorStopped {
+            node: NodeId(0),
+            reason: "hand-over".into(),
+        };
+        assert_eq!(second(MemberStatus::Up, &[stopped]), None);
+        let down = TraceEvent::NodeDown {
+            node: NodeId(0),
+            incarnation: 1,
+            reason: "crash".into(),
+        };
+        assert_eq!(second(MemberStatus::Up, &[down]), None);
+    }
+}

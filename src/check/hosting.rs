@@ -102,3 +102,89 @@ impl HostingAck {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{Checker, Invariant};
+    use crate::ids::{NodeId, ShardId};
+    use crate::protocol::{Msg, Role};
+    use crate::time::Instant;
+    use crate::trace::TraceEvent;
+
+    fn msg(from: u32, to: u32, actor: Role, msg: Msg) -> TraceEvent {
+        TraceEvent::Msg {
+            from: NodeId(from),
+            to: NodeId(to),
+            actor,
+            msg,
+        }
+    }
+    const S: ShardId = ShardId(3);
+    /// Node 1's region hosts shard 3 and acknowledges it to the coordinator on node 0; then
+    /// `between` happens, the Shard stops at t = 5, and `after` at the same instant.
+    fn unhost(between: &[TraceEvent], after: &[TraceEvent]) -> Option<Invariant> {
+        let mut c = Checker::new();
+        let hosted = TraceEvent::ShardHosted {
+            shard: S,
+            node: NodeId(1),
+        };
+        c.on_event(Instant(1), &hosted);
+        let ack = msg(1, 0, Role::Coordinator, Msg::ShardStarted { shard: S });
+        c.on_event(Instant(2), &ack);
+        for e in between {
+            assert!(c.on_event(Instant(3), e).is_none());
+        }
+        let gone = TraceEvent::ShardUnhosted {
+            shard: S,
+            node: NodeId(1),
+        };
+        assert!(c.on_event(Instant(5), &gone).is_none());
+        for e in after {
+            assert!(c.on_event(Instant(5), e).is_none());
+        }
+        // Judged when the instant is over, or at the end.
+        let next = TraceEvent::Fault {
+            fault: "Heal".into(),
+            detail: String::new(),
+        };
+        c.on_event(Instant(6), &next)
+            .or_else(|| c.on_event(Instant(7), &TraceEvent::RunEnd { in_flight: 0 }))
+            .map(|v| v.invariant)
+    }
+
+    #[test]
+    fn an_acknowledged_shard_is_hosted_until_hand_off_or_its_node_goes() {
+        assert_eq!(unhost(&[], &[]), Some(Invariant::HostingAck));
+        // A HandOff for another shard or to another region does not excuse it.
+        let other = msg(0, 1, Role::Region, Msg::HandOff { shard: ShardId(4) });
+        assert_eq!(unhost(&[other], &[]), Some(Invariant::HostingAck));
+        let elsewhere = msg(0, 2, Role::Region, Msg::HandOff { shard: S });
+        assert_eq!(unhost(&[elsewhere], &[]), Some(Invariant::HostingAck));
+        // The HandOff does.
+        let hand_off = msg(0, 1, Role::Region, Msg::HandOff { shard: S });
+        assert_eq!(unhost(&[hand_off], &[]), None);
+        // The region stopping or restarting (its Shards stop first, same instant), the node
+        // going, a failed remember load.
+        let node = NodeId(1);
+        for e in [
+            TraceEvent::RegionStopped {
+                node,
+                reason: "graceful shutdown timed out".into(),
+            },
+            TraceEvent::RegionRestarted { node },
+            TraceEvent::NodeDown {
+                node,
+                incarnation: 2,
+                reason: "crash".into(),
+            },
+            TraceEvent::ShardLoadFailed { node, shard: S },
+        ] {
+            assert_eq!(unhost(&[], std::slice::from_ref(&e)), None, "{e:?}");
+        }
+        // Never acknowledged (hosted through ShardHome to itself): not this rule's business.
+        let mut c = Checker::new();
+        let gone = TraceEvent::ShardUnhosted { shard: S, node };
+        assert!(c.on_event(Instant(5), &gone).is_none());
+        assert!(c.on_event(Instant(7), &TraceEvent::RunEnd { in_flight: 0 }).is_none());
+    }
+}
