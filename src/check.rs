@@ -656,21 +656,23 @@ pub fn parse_trace_line(
             incarnation: num32("incarnation")?,
             settle_ms: num("settle_ms")?,
         },
-        "pending" => TraceEvent::Pending {
-            sender: sender("sender")?,
-            entity: entity("entity")?,
-            seq: num("seq")?,
-            node: node("node")?,
-            place: {
-                let p = text("place")?;
-                crate::trace::Place::from_name(&p).ok_or_else(|| {
+        "pending" => {
+            TraceEvent::Pending {
+                sender: sender("sender")?,
+                entity: entity("entity")?,
+                seq: num("seq")?,
+                node: node("node")?,
+                place: {
+                    let p = text("place")?;
+                    crate::trace::Place::from_name(&p).ok_or_else(|| {
                     err(
                         "place",
                         format!("`{p}` is not network, local, deferred, region_buffer or shard_buffer"),
                     )
                 })?
-            },
-        },
+                },
+            }
+        }
         "shard_load_failed" => TraceEvent::ShardLoadFailed {
             node: node("node")?,
             shard: shard("shard")?,

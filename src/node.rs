@@ -1194,7 +1194,8 @@ impl Node {
         // ahead.)
         // Mutation `singleton-reversed-age-order`: the node with the highest id in its view
         // orders by age backwards.
-        let reversed = self.cfg.region.options.mutation == crate::protocol::settings::Mutation::SingletonReversedAgeOrder
+        let reversed = self.cfg.region.options.mutation
+            == crate::protocol::settings::Mutation::SingletonReversedAgeOrder
             && self.view.iter().map(|m| m.node).max() == Some(node);
         let ahead = |m: &Member| {
             if reversed {

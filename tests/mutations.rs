@@ -192,7 +192,11 @@ fn region_discarding_its_buffer_on_host_shard_breaks_message_lost() {
     let sc = scenario_with("smoke.toml", Mutation::RegionDiscardsBufferOnHostShard);
     let f = first_violation(&sc, 20).expect("the discarded buffers were never caught");
     assert_eq!(f.invariant, Outcome::MessageLost, "{f:?}");
-    assert!(f.detail.contains("vanished without a reason (c"), "{}", f.detail);
+    assert!(
+        f.detail.contains("vanished without a reason (c"),
+        "{}",
+        f.detail
+    );
 }
 
 /// Issue 17's second example: one node's singleton manager orders members by age backwards,
@@ -213,9 +217,10 @@ fn a_singleton_ordering_by_age_backwards_breaks_one_coordinator() {
         .and_then(|n| n.parse::<u32>().ok())
         .expect("names the node");
     assert!(
-        !tracer.events().iter().any(
-            |(_, e)| matches!(e, TraceEvent::Persisted { node, .. } if node.0 == second)
-        ),
+        !tracer
+            .events()
+            .iter()
+            .any(|(_, e)| matches!(e, TraceEvent::Persisted { node, .. } if node.0 == second)),
         "the second coordinator wrote to the journal"
     );
 }

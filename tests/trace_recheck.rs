@@ -189,15 +189,25 @@ fn every_invariant_is_found_in_the_file() {
 #[test]
 fn the_conservation_coordinator_and_hosting_oracles_are_found_in_the_file() {
     for (m, inv) in [
-        (Mutation::RegionDiscardsBufferOnHostShard, Outcome::MessageLost),
+        (
+            Mutation::RegionDiscardsBufferOnHostShard,
+            Outcome::MessageLost,
+        ),
         (Mutation::SingletonReversedAgeOrder, Outcome::OneCoordinator),
-        (Mutation::RegionForgetsAcknowledgedShard, Outcome::HostingAck),
+        (
+            Mutation::RegionForgetsAcknowledgedShard,
+            Outcome::HostingAck,
+        ),
     ] {
         let mut sc = load("smoke.toml");
         sc.options.mutation = m;
         let sc = Arc::new(sc);
         let (r, tracer) = run_seed(&sc, 0, TraceMode::Full);
-        assert_eq!(r.violation.as_ref().map(|v| v.invariant), Some(inv), "{m:?}");
+        assert_eq!(
+            r.violation.as_ref().map(|v| v.invariant),
+            Some(inv),
+            "{m:?}"
+        );
         let v = recheck(&tracer.to_jsonl()).unwrap();
         assert_eq!(verdict(&v), verdict(&r.violation), "{m:?}");
     }
@@ -213,7 +223,10 @@ fn the_message_balance_is_rechecked_from_the_pending_lines() {
     let (r, tracer) = run_seed(&Arc::new(sc), 0, TraceMode::Full);
     assert_eq!(r.violation, None);
     let text = tracer.to_jsonl();
-    let pending = text.lines().filter(|l| l.contains("\"ev\":\"pending\"")).count();
+    let pending = text
+        .lines()
+        .filter(|l| l.contains("\"ev\":\"pending\""))
+        .count();
     assert!(pending > 0, "nothing pending at the end");
     assert!(
         text.contains(&format!("\"ev\":\"run_end\",\"in_flight\":{pending}")),
@@ -231,7 +244,9 @@ fn the_message_balance_is_rechecked_from_the_pending_lines() {
             })
             .map(|l| format!("{l}\n"))
             .collect();
-        let v = recheck(&cut).unwrap().unwrap_or_else(|| panic!("a {what} less"));
+        let v = recheck(&cut)
+            .unwrap()
+            .unwrap_or_else(|| panic!("a {what} less"));
         assert_eq!(v.invariant, Outcome::MessageLost, "a {what} less: {v:?}");
     }
 }

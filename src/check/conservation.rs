@@ -348,7 +348,8 @@ mod tests {
         assert_eq!(v.invariant, Invariant::MessageLost);
         assert!(
             v.detail.contains("1 dropped with a reason (1 buffer_full)")
-                && v.detail.ends_with("1 vanished without a reason (c0→e1 seq 3)"),
+                && v.detail
+                    .ends_with("1 vanished without a reason (c0→e1 seq 3)"),
             "{}",
             v.detail
         );
@@ -362,7 +363,11 @@ mod tests {
         );
         // The end's count must match the lines.
         let v = run(false, &[deliver(3), pending(4), end(2)]).unwrap();
-        assert!(v.detail.contains("counts 2 on their way but lists 1"), "{}", v.detail);
+        assert!(
+            v.detail.contains("counts 2 on their way but lists 1"),
+            "{}",
+            v.detail
+        );
     }
 
     #[test]
@@ -380,5 +385,18 @@ mod tests {
         );
         // Without a liveness phase it is only on its way.
         assert_eq!(run(false, &[pending(3), pending(4), end(2)]), None);
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    #[test]
+    fn a_pending_line_names_its_bad_field() {
+        let line = r#"{"t":1,"ev":"pending","sender":"c0","entity":"e1","seq":2,"node":0,"place":"attic"}"#;
+        let e = crate::check::recheck(line).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (1, Some("place")), "{e}");
+        let line = r#"{"t":1,"ev":"pending","sender":"c0","entity":"e1","node":0,"place":"local"}"#;
+        let e = crate::check::recheck(line).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("seq"), "{e}");
     }
 }

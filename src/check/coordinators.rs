@@ -264,13 +264,29 @@ mod tests {
             fault("Pause", "node 0, 6000 ms"),
         ];
         for f in &apart {
-            assert_eq!(second(MemberStatus::Up, std::slice::from_ref(f)), None, "{f:?}");
+            assert_eq!(
+                second(MemberStatus::Up, std::slice::from_ref(f)),
+                None,
+                "{f:?}"
+            );
         }
         // Healed, or a pause that is over: they reach each other again.
-        assert_eq!(second(MemberStatus::Up, &[apart[0].clone(), fault("Heal", "")]), two);
-        assert_eq!(second(MemberStatus::Up, &[fault("Pause", "node 0, 4000 ms")]), two);
+        assert_eq!(
+            second(MemberStatus::Up, &[apart[0].clone(), fault("Heal", "")]),
+            two
+        );
+        assert_eq!(
+            second(MemberStatus::Up, &[fault("Pause", "node 0, 4000 ms")]),
+            two
+        );
         // A partition between other nodes does not separate them.
-        assert_eq!(second(MemberStatus::Up, &[fault("Partition", "sides [1] | [0, 2]")]), two);
+        assert_eq!(
+            second(
+                MemberStatus::Up,
+                &[fault("Partition", "sides [1] | [0, 2]")]
+            ),
+            two
+        );
         // The first coordinator stopped, or its node went down: one at a time.
         let stopped = TraceEvent::CoordinatorStopped {
             node: NodeId(0),

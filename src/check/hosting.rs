@@ -85,10 +85,8 @@ impl HostingAck {
             } => {
                 self.acked.remove(&(*to, *shard));
             }
-            TraceEvent::ShardUnhosted { shard, node } => {
-                if self.acked.remove(&(*node, *shard)) {
-                    self.suspects.push((t, *node, *shard));
-                }
+            TraceEvent::ShardUnhosted { shard, node } if self.acked.remove(&(*node, *shard)) => {
+                self.suspects.push((t, *node, *shard));
             }
             TraceEvent::ShardLoadFailed { node, shard } => {
                 self.acked.remove(&(*node, *shard));
@@ -185,6 +183,8 @@ mod tests {
         let mut c = Checker::new();
         let gone = TraceEvent::ShardUnhosted { shard: S, node };
         assert!(c.on_event(Instant(5), &gone).is_none());
-        assert!(c.on_event(Instant(7), &TraceEvent::RunEnd { in_flight: 0 }).is_none());
+        assert!(c
+            .on_event(Instant(7), &TraceEvent::RunEnd { in_flight: 0 })
+            .is_none());
     }
 }
