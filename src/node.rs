@@ -1192,8 +1192,15 @@ impl Node {
         let by_version = self.cfg.region.options.singleton_prefers_newest_app_version;
         // (Its `OldestChangedBuffer` holds members from `MemberUp` on: a Joining one is not
         // ahead.)
+        // Mutation `singleton-reversed-age-order`: the node with the highest id in its view
+        // orders by age backwards.
+        let reversed = self.cfg.region.options.mutation
+            == crate::protocol::settings::Mutation::SingletonReversedAgeOrder
+            && self.view.iter().map(|m| m.node).max() == Some(node);
         let ahead = |m: &Member| {
-            if by_version && m.app_version != me.app_version {
+            if reversed {
+                m.up_number > me.up_number
+            } else if by_version && m.app_version != me.app_version {
                 m.app_version > me.app_version && m.status != MemberStatus::Joining
             } else {
                 m.up_number < me.up_number

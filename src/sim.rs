@@ -31,7 +31,7 @@ use crate::protocol::{
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
 use crate::time::{Duration, Instant};
-use crate::trace::{TraceEvent, TraceMode, Tracer};
+use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
 use journal::Journal;
 use net::Net;
 use queue::EventQueue;
@@ -386,7 +386,19 @@ impl World {
             // result's end stays the last event's time unless liveness is checked.
             let last = self.now;
             self.now = self.end;
-            let in_flight = self.user_messages_in_flight();
+            // Every message still on its way, for the conservation balance (check-trace
+            // re-checks it from these lines).
+            let pending = self.pending_user_messages();
+            let in_flight = pending.len() as u64;
+            for (env, node, place) in pending {
+                self.emit(TraceEvent::Pending {
+                    sender: env.sender,
+                    entity: env.entity,
+                    seq: env.seq,
+                    node,
+                    place,
+                });
+            }
             self.emit(TraceEvent::RunEnd { in_flight });
             if !self.sc.liveness.enabled {
                 self.now = last;
@@ -435,30 +447,45 @@ impl World {
         self.node(node)?.region().map(|r| r.shard_of(e))
     }
 
-    /// User messages still on their way: queued (network, local, deferred by a pause) or
-    /// buffered in a running node.
-    fn user_messages_in_flight(&self) -> u64 {
-        let carries = |ev: &Ev| match ev {
+    /// User messages still on their way, with where they are: queued (network, local),
+    /// deferred by a pause, or buffered in a running node's region or Shards; ordered by
+    /// (sender, entity, seq) so the trace does not depend on the queue's layout.
+    fn pending_user_messages(&self) -> Vec<(Envelope, NodeId, Place)> {
+        let carried = |ev: &Ev| match ev {
             Ev::Deliver {
-                msg: Msg::User(_), ..
-            } => true,
-            Ev::Local { msg, .. } => msg.user_message().is_some(),
-            _ => false,
+                to,
+                msg: Msg::User(env),
+                ..
+            } => Some((*env, to.node, Place::Network)),
+            Ev::Local { node, msg, .. } => msg.user_message().map(|env| (env, *node, Place::Local)),
+            _ => None,
         };
-        let queued = self.queue.iter().filter(|e| carries(e)).count() as u64;
-        let deferred: u64 = self
-            .slots
-            .iter()
-            .map(|s| s.deferred.iter().filter(|e| carries(e)).count() as u64)
-            .sum();
-        let buffered: u64 = self
-            .slots
-            .iter()
-            .filter(|s| s.up)
-            .filter_map(|s| s.node.as_ref())
-            .map(|n| n.buffered_user_messages())
-            .sum();
-        queued + deferred + buffered
+        let mut out: Vec<(Envelope, NodeId, Place)> =
+            self.queue.iter().filter_map(carried).collect();
+        for (i, s) in self.slots.iter().enumerate() {
+            out.extend(
+                s.deferred
+                    .iter()
+                    .filter_map(carried)
+                    .map(|(env, _, _)| (env, NodeId(i as u32), Place::Deferred)),
+            );
+            if !s.up {
+                continue;
+            }
+            if let Some(r) = s.node.as_ref().and_then(|n| n.region()) {
+                let in_region = r.buffered_messages().count();
+                for (k, env) in r.all_buffered_messages().enumerate() {
+                    let place = if k < in_region {
+                        Place::RegionBuffer
+                    } else {
+                        Place::ShardBuffer
+                    };
+                    out.push((env, NodeId(i as u32), place));
+                }
+            }
+        }
+        out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
+        out
     }
 
     #[inline(always)]
@@ -755,7 +782,9 @@ impl World {
             return;
         }
         self.stats.messages += 1;
-        if self.tracer.on() {
+        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also
+        // when nothing is traced.
+        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -1070,6 +1099,9 @@ impl World {
                 });
             }
             Observation::RegionRestarted => self.emit(TraceEvent::RegionRestarted { node }),
+            Observation::ShardLoadFailed(shard) => {
+                self.emit(TraceEvent::ShardLoadFailed { node, shard })
+            }
         }
     }
 }

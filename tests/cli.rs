@@ -214,3 +214,33 @@ fn files_that_are_not_utf8_name_their_line() {
     assert!(err.contains(&format!("{}:1", corpus.display())), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// check-trace balances the messages from the file alone: a trace with one delivery line
+/// removed shows it vanished.
+#[test]
+fn check_trace_balances_the_messages_of_the_file() {
+    let dir = std::env::temp_dir().join(format!("shardsim-cli-balance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let (code, _, err) = shardsim(&[
+        "run",
+        "sim-scenarios/smoke.toml",
+        "--seed",
+        "3",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = shardsim(&["check-trace", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let first = text.find("\"ev\":\"deliver\"").unwrap();
+    let start = text[..first].rfind('\n').map_or(0, |i| i + 1);
+    let end = first + text[first..].find('\n').unwrap() + 1;
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let (code, out, _) = shardsim(&["check-trace", cut.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("VIOLATION message-lost"), "{out}");
+    assert!(out.contains("1 vanished without a reason (c"), "{out}");
+}

@@ -995,6 +995,9 @@ impl Region {
                 return;
             }
         }
+        if self.cfg.options.mutation == Mutation::RegionDiscardsBufferOnHostShard {
+            self.take_buffer(shard);
+        }
         self.deliver_buffer_locally(shard, out);
         out.send(from, Msg::ShardStarted { shard });
     }
@@ -1002,6 +1005,9 @@ impl Region {
     /// `BeginHandOff` (§5.4): forget the home so new messages buffer; ack (even for a shard
     /// this region never knew).
     fn on_begin_hand_off(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
+        if self.cfg.options.mutation == Mutation::RegionForgetsAcknowledgedShard {
+            self.kill_shard(shard, StopReason::HandOff, out);
+        }
         let previous = self.region_by_shard.remove(&shard);
         match previous {
             Some(owner) if self.cfg.options.handoff_ack_via_owner && owner != self.me => {

@@ -199,6 +199,20 @@ pub enum Mutation {
     /// is lost, as on a crash, although the node leaves gracefully (breaks
     /// graceful-leave-loss).
     GracefulShutdownWithoutHandOff,
+    /// A region that receives `HostShard` discards what it buffered for the shard instead of
+    /// delivering it to the Shard (SR:925-934 delivers it): the messages vanish without a
+    /// drop. Issue 17's first example: only the end-of-run accounting sees it (breaks
+    /// message-lost).
+    RegionDiscardsBufferOnHostShard,
+    /// The singleton manager of one node (the member with the highest node id in its own
+    /// view) orders members by age backwards: as the youngest it takes itself for the
+    /// oldest and runs a second coordinator, which no region registers with, so it never
+    /// writes to the journal (issue 17's second example; breaks one-coordinator).
+    SingletonReversedAgeOrder,
+    /// A region drops a Shard it acknowledged with `ShardStarted` when `BeginHandOff`
+    /// arrives, killing its entities, instead of keeping it until `HandOff` (§5.4); the
+    /// coordinator still counts it hosted there (breaks hosting-ack).
+    RegionForgetsAcknowledgedShard,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.

@@ -429,7 +429,10 @@ impl Shard {
             StoreReplyKind::StoreStopped => match self.phase {
                 // While loading, the store's crash stops the Shard; the region starts it
                 // again after shard-failure-backoff (SH awaitingRememberedEntities).
-                Phase::Initializing { .. } => self.stop_self(out),
+                Phase::Initializing { .. } => {
+                    out.observe(Observation::ShardLoadFailed(self.id));
+                    self.stop_self(out)
+                }
                 // Running: `rememberEntityStoreCrashed` throws, and the Shard restarts.
                 Phase::Running => self.fail(ShardFailure::StoreStopped, out),
                 _ => {}
@@ -1288,7 +1291,10 @@ impl Shard {
             ShardTimer::RememberEntityTimeout => match self.phase {
                 // §6.1: the load timed out: the Shard stops (the region restarts it after
                 // shard-failure-backoff).
-                Phase::Initializing { loading: true, .. } => self.stop_self(out),
+                Phase::Initializing { loading: true, .. } => {
+                    out.observe(Observation::ShardLoadFailed(self.id));
+                    self.stop_self(out)
+                }
                 // §6.4: a write timed out: the Shard throws.
                 Phase::Running if self.writing => self.fail(ShardFailure::StoreTimeout, out),
                 _ => {}
