@@ -7,12 +7,14 @@
 //! - [`oracles`]: journal-single-writer, allocation-to-downed;
 //! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`];
 //! - [`graceful`]: graceful-leave-loss, for drops on a graceful leave;
+//! - [`quiescence`]: rebalance-quiescence, at every rebalance round;
 //! - here: message-lost, at [`TraceEvent::RunEnd`]: every message sent was delivered, dropped
 //!   with a named reason, or is still on its way.
 
 mod graceful;
 mod liveness;
 mod oracles;
+mod quiescence;
 mod safety;
 
 use crate::ids::{EntityId, NodeId, SenderId, ShardId};
@@ -60,6 +62,10 @@ pub enum Invariant {
     /// messages left, or a message was addressed to it after it stopped), with no crash,
     /// down, cut or journal fault to explain it (issue 12 item 6; `check/graceful.rs`).
     GracefulLeaveLoss,
+    /// A calm cluster (no membership, region or allocation change, every member Up on one app
+    /// version) kept rebalancing: a rebalance round did not lower Σ shards² over the regions,
+    /// as every round of Akka's algorithms does (§10.3, §10.4; `check/quiescence.rs`).
+    RebalanceQuiescence,
 }
 
 impl Invariant {
@@ -78,6 +84,7 @@ impl Invariant {
             Invariant::ShardIllegalState => "shard-illegal-state",
             Invariant::GracefulShutdownTimeout => "graceful-shutdown-timeout",
             Invariant::GracefulLeaveLoss => "graceful-leave-loss",
+            Invariant::RebalanceQuiescence => "rebalance-quiescence",
         }
     }
 }
@@ -118,6 +125,7 @@ pub struct Checker {
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
     graceful: graceful::Graceful,
+    quiescence: quiescence::Quiescence,
     /// shard → the entities its remember-entities store holds, from the store's writes
     /// ([`TraceEvent::StoreWrite`]): for remembered-entity liveness at the end.
     remembered: std::collections::BTreeMap<ShardId, std::collections::BTreeSet<EntityId>>,
@@ -249,7 +257,8 @@ impl Checker {
                 .on_event(t, ev)
                 .or_else(|| self.oracles.on_event(t, ev))
                 .or_else(|| self.liveness.on_event(t, ev))
-                .or_else(|| self.graceful.on_event(t, ev)),
+                .or_else(|| self.graceful.on_event(t, ev))
+                .or_else(|| self.quiescence.on_event(t, ev)),
         }
     }
 
