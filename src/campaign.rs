@@ -404,7 +404,10 @@ pub fn wilson_interval(found: u64, n: u64, z: f64) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // Exactly 0 (1) when nothing (everything) failed, as the formula gives without rounding.
+    let lo = if found == 0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if found as f64 >= n { 1.0 } else { (centre + half).min(1.0) };
+    (lo, hi)
 }
 
 /// Check `found` expected failures in `schedules` against `band`.

@@ -1071,6 +1071,41 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_band_is_checked() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 2\n[expect]\n";
+        let s = parse(&format!("{base}outcome = \"liveness\"\nrate = [0, 0.5]\n")).unwrap();
+        assert_eq!(s.expect.rate_band(), Some((0.0, 0.5)));
+        assert_eq!(parse(base).unwrap().expect.rate_band(), None);
+        // It survives the shrinker's writer.
+        let back = parse(&s.to_toml().unwrap()).unwrap();
+        assert_eq!(back.expect.rate_band(), Some((0.0, 0.5)));
+        for (t, line, text) in [
+            ("outcome = \"liveness\"\nrate = [0.5]\n", 6, "need a band"),
+            (
+                "outcome = \"liveness\"\nrate = [0.2, 1.5]\n",
+                6,
+                "need a band",
+            ),
+            (
+                "outcome = \"liveness\"\nrate = [0.3, 0.2]\n",
+                6,
+                "need a band",
+            ),
+            (
+                "outcome = \"liveness\"\nrate = [nan, 0.2]\n",
+                6,
+                "need a band",
+            ),
+            ("rate = [0.1, 0.2]\n", 5, "needs an expected outcome"),
+        ] {
+            let e = parse(&format!("{base}{t}")).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("expect.rate"), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.message.contains(text), "{e}");
+        }
+    }
+
+    #[test]
     fn minimal_parses_with_defaults() {
         let s = parse("name = \"a\"\n[cluster]\nnodes = 2\n").unwrap();
         assert_eq!(s.settings.retry_interval_ms, 2000);

@@ -132,8 +132,19 @@ impl Quiescence {
         let Some(c) = self.coords.get_mut(&node) else {
             return;
         };
+        // A hand-off that ended because its region terminated (§3.5) deallocates nothing:
+        // its shards leave with the region and are not awaited as re-allocations.
+        let gone: Vec<ShardId> = match event {
+            CoordinatorEvent::ShardRegionTerminated { region } => {
+                c.state.regions.get(&region).cloned().unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
         if c.state.updated(&event).is_err() {
             return; // the coordinator does not apply it either
+        }
+        for s in &gone {
+            c.awaiting.remove(s);
         }
         let changed = match event {
             CoordinatorEvent::ShardHomeAllocated { shard, .. } => !c.awaiting.remove(&shard),
