@@ -206,7 +206,7 @@ fn a_variant_raising_the_reorder_rate_is_caught_by_the_rate_band() {
         .expect
         .rate_band()
         .expect("the hazard declares a rate band");
-    let n = 200;
+    let n = 120;
     let rate = |sc: &Scenario| {
         let sum = campaign::fuzz(&Arc::new(sc.clone()), 0, n, 2, &|_| {});
         assert_eq!(sum.unexpected(sc.expect.outcome).count(), 0);
