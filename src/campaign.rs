@@ -341,6 +341,93 @@ impl Summary {
     }
 }
 
+/// The z of the two-sided 99.9 % normal quantile: a campaign's rate is "far" outside its band
+/// when the band lies outside the rate's 99.9 % Wilson score interval.
+pub const RATE_Z: f64 = 3.290_526_731;
+
+/// A campaign's expected-violation rate against the band its scenario declares
+/// (`[expect] rate = [low, high]`, issue 17 item 5).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateCheck {
+    /// Schedules that broke the expected invariant.
+    pub found: u64,
+    /// Schedules run.
+    pub schedules: u64,
+    /// The declared band.
+    pub band: (f64, f64),
+    /// The 99.9 % Wilson score interval of `found / schedules`.
+    pub interval: (f64, f64),
+}
+
+impl RateCheck {
+    /// The measured rate.
+    pub fn rate(&self) -> f64 {
+        if self.schedules == 0 {
+            0.0
+        } else {
+            self.found as f64 / self.schedules as f64
+        }
+    }
+
+    /// Whether the rate is consistent with the band: the interval and the band meet. A
+    /// campaign of a few schedules has a wide interval and is not failed by noise; one of
+    /// thousands fails when the rate is clearly outside the band.
+    pub fn ok(&self) -> bool {
+        self.interval.1 >= self.band.0 && self.interval.0 <= self.band.1
+    }
+
+    /// One line for a person: rate, schedules, interval and band.
+    pub fn describe(&self) -> String {
+        format!(
+            "rate {:.3} ({} of {} schedules; 99.9 % interval [{:.3}, {:.3}]) against the declared band [{}, {}]",
+            self.rate(),
+            self.found,
+            self.schedules,
+            self.interval.0,
+            self.interval.1,
+            self.band.0,
+            self.band.1
+        )
+    }
+}
+
+/// The Wilson score interval of `found` successes in `n` trials at normal quantile `z`
+/// (`[0, 1]` for no trial). Unlike the normal approximation it stays within [0, 1] and is
+/// sound at rates near 0 or 1.
+pub fn wilson_interval(found: u64, n: u64, z: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let n = n as f64;
+    let p = (found as f64 / n).min(1.0);
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    // Exactly 0 (1) when nothing (everything) failed, as the formula gives without rounding.
+    let lo = if found == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let hi = if found as f64 >= n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (lo, hi)
+}
+
+/// Check `found` expected failures in `schedules` against `band`.
+pub fn rate_check(found: u64, schedules: u64, band: (f64, f64)) -> RateCheck {
+    RateCheck {
+        found,
+        schedules,
+        band,
+        interval: wilson_interval(found, schedules, RATE_Z),
+    }
+}
+
 /// The exact command that replays one seed of a scenario file.
 pub fn replay_command(scenario_path: &Path, seed: u64) -> String {
     format!(
@@ -737,6 +824,37 @@ mod tests {
     fn scenario(name: &str) -> Arc<Scenario> {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
         Arc::new(Scenario::load(&p).unwrap())
+    }
+
+    #[test]
+    fn rate_bands_fail_only_far_outside() {
+        // Wilson: 160 of 1,000 at z = 3.29 is about [0.126, 0.201].
+        let (lo, hi) = wilson_interval(160, 1000, RATE_Z);
+        assert!(
+            (0.12..0.13).contains(&lo) && (0.19..0.21).contains(&hi),
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson_interval(0, 0, RATE_Z), (0.0, 1.0));
+        let (lo, hi) = wilson_interval(0, 50, RATE_Z);
+        assert!(lo == 0.0 && hi > 0.1 && hi < 0.25, "{hi}");
+        assert!(wilson_interval(50, 50, RATE_Z).1 == 1.0);
+        let band = (0.08, 0.25);
+        // The reorder hazard's ~16 %: in band at any campaign size.
+        assert!(rate_check(320, 2000, band).ok());
+        assert!(rate_check(2, 10, band).ok());
+        // A broken variant at 90 %: caught from a few dozen schedules on.
+        assert!(!rate_check(900, 1000, band).ok());
+        assert!(!rate_check(27, 30, band).ok());
+        // ... but 3 of 5 is noise.
+        assert!(rate_check(3, 5, band).ok());
+        // Too rare is as wrong as too frequent.
+        assert!(!rate_check(20, 2000, band).ok());
+        let d = rate_check(900, 1000, band).describe();
+        assert!(
+            d.starts_with("rate 0.900 (900 of 1000 schedules; 99.9 % interval [0.86"),
+            "{d}"
+        );
+        assert!(d.ends_with("against the declared band [0.08, 0.25]"), "{d}");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! - [`conservation`]: message-lost, at [`TraceEvent::RunEnd`]: every message sent was
 //!   delivered, dropped with a named reason, or is still on its way ([`TraceEvent::Pending`]),
 //!   each once; with a liveness phase, none sent before the window closed is still pending.
+//! - [`quiescence`]: rebalance-quiescence, at every rebalance round;
 
 mod conservation;
 mod coordinators;
@@ -19,6 +20,7 @@ mod graceful;
 mod hosting;
 mod liveness;
 mod oracles;
+mod quiescence;
 mod safety;
 
 use crate::ids::{EntityId, NodeId, SenderId, ShardId};
@@ -73,6 +75,10 @@ pub enum Invariant {
     /// A region that acknowledged a shard with `ShardStarted` stopped hosting it without a
     /// `HandOff`, while it and its node stayed up (`check/hosting.rs`).
     HostingAck,
+    /// A calm cluster (no membership, region or allocation change, every member Up on one app
+    /// version) kept rebalancing: a rebalance round did not lower Σ shards² over the regions,
+    /// as every round of Akka's algorithms does (§10.3, §10.4; `check/quiescence.rs`).
+    RebalanceQuiescence,
 }
 
 impl Invariant {
@@ -93,6 +99,7 @@ impl Invariant {
             Invariant::GracefulLeaveLoss => "graceful-leave-loss",
             Invariant::OneCoordinator => "one-coordinator",
             Invariant::HostingAck => "hosting-ack",
+            Invariant::RebalanceQuiescence => "rebalance-quiescence",
         }
     }
 }
@@ -135,6 +142,7 @@ pub struct Checker {
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
     graceful: graceful::Graceful,
+    quiescence: quiescence::Quiescence,
     /// shard → the entities its remember-entities store holds, from the store's writes
     /// ([`TraceEvent::StoreWrite`]): for remembered-entity liveness at the end.
     remembered: std::collections::BTreeMap<ShardId, std::collections::BTreeSet<EntityId>>,
@@ -295,7 +303,8 @@ impl Checker {
                 .or_else(|| self.oracles.on_event(t, ev))
                 .or_else(|| self.liveness.on_event(t, ev))
                 .or_else(|| self.graceful.on_event(t, ev))
-                .or_else(|| self.one_coordinator.on_event(t, ev)),
+                .or_else(|| self.one_coordinator.on_event(t, ev))
+                .or_else(|| self.quiescence.on_event(t, ev)),
         }
     }
 

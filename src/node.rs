@@ -24,7 +24,7 @@ use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipCon
 use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::{Coordinator, StateReadResult, StateWriteResult};
 use crate::protocol::region::{Region, RegionConfig};
-use crate::protocol::settings::{RememberStore, StateStoreMode};
+use crate::protocol::settings::{Mutation, RememberStore, StateStoreMode};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
     LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach,
@@ -1284,6 +1284,8 @@ impl Node {
         ));
         strategy.prefers_newest_app_version =
             !self.cfg.region.options.rebalance_during_rolling_update;
+        strategy.optimal_rounds_down =
+            self.cfg.region.options.mutation == Mutation::NewAllocationRoundsDown;
         if settings.state_store_mode == StateStoreMode::Ddata {
             // DDataShardCoordinator: starts at once and reads its state from the replicator.
             let mut o = std::mem::take(&mut self.out);

@@ -417,6 +417,22 @@ pub use crate::check::Invariant as Outcome;
 pub struct ExpectSpec {
     /// `none`, or the invariant expected to break in at least one seed of a campaign.
     pub outcome: Outcome,
+    /// `rate = [low, high]`: the share of a campaign's schedules expected to break `outcome`
+    /// (issue 17 item 5). `fuzz` fails when the measured rate is far outside the band: when
+    /// the band and the 99.9 % Wilson score interval of the measured rate do not meet
+    /// ([`crate::campaign::rate_check`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Vec<f64>>,
+}
+
+impl ExpectSpec {
+    /// The declared band `[low, high]`, if any (validated: 0 <= low <= high <= 1).
+    pub fn rate_band(&self) -> Option<(f64, f64)> {
+        match self.rate.as_deref() {
+            Some(&[lo, hi]) => Some((lo, hi)),
+            _ => None,
+        }
+    }
 }
 
 /// A scenario file that could not be loaded.
@@ -654,6 +670,22 @@ impl Scenario {
                 "liveness.quiet-ms",
                 "must be shorter than run.duration-ms".into(),
             );
+        }
+        if let Some(band) = &self.expect.rate {
+            if self.expect.outcome == Outcome::None {
+                return err(
+                    "expect.rate",
+                    "a rate needs an expected outcome: with outcome \"none\" no schedule may fail"
+                        .into(),
+                );
+            }
+            let ok = matches!(band.as_slice(), &[lo, hi] if (0.0..=hi).contains(&lo) && hi <= 1.0);
+            if !ok {
+                return err(
+                    "expect.rate",
+                    format!("need a band [low, high] with 0 <= low <= high <= 1, got {band:?}"),
+                );
+            }
         }
         let n = self.cluster.nodes;
         for (i, f) in self.faults.iter().enumerate() {
@@ -1048,6 +1080,41 @@ mod tests {
             6,
             "the 3 nodes",
         );
+    }
+
+    #[test]
+    fn a_rate_band_is_checked() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 2\n[expect]\n";
+        let s = parse(&format!("{base}outcome = \"liveness\"\nrate = [0, 0.5]\n")).unwrap();
+        assert_eq!(s.expect.rate_band(), Some((0.0, 0.5)));
+        assert_eq!(parse(base).unwrap().expect.rate_band(), None);
+        // It survives the shrinker's writer.
+        let back = parse(&s.to_toml().unwrap()).unwrap();
+        assert_eq!(back.expect.rate_band(), Some((0.0, 0.5)));
+        for (t, line, text) in [
+            ("outcome = \"liveness\"\nrate = [0.5]\n", 6, "need a band"),
+            (
+                "outcome = \"liveness\"\nrate = [0.2, 1.5]\n",
+                6,
+                "need a band",
+            ),
+            (
+                "outcome = \"liveness\"\nrate = [0.3, 0.2]\n",
+                6,
+                "need a band",
+            ),
+            (
+                "outcome = \"liveness\"\nrate = [nan, 0.2]\n",
+                6,
+                "need a band",
+            ),
+            ("rate = [0.1, 0.2]\n", 5, "needs an expected outcome"),
+        ] {
+            let e = parse(&format!("{base}{t}")).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("expect.rate"), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.message.contains(text), "{e}");
+        }
     }
 
     #[test]

@@ -283,6 +283,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
     let mut scenario = r.best;
     scenario.name = shrunk_name(&sc.name, seed);
     scenario.expect.outcome = original.invariant;
+    scenario.expect.rate = None; // the original's failure rate says nothing of this schedule
     let after = Shape::of(&scenario, r.best_fail.t_us, r.best_sends);
     Ok(Shrunk {
         scenario,

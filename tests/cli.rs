@@ -32,6 +32,8 @@ fn bad_scenario_files_name_file_line_and_field() {
             5,
             "check-graceful-shutdown",
         ),
+        ("tests/data/bad/rate-band.toml", 7, "expect.rate"),
+        ("tests/data/bad/rate-without-outcome.toml", 6, "expect.rate"),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");
@@ -130,6 +132,33 @@ fn fuzz_exits_nonzero_on_unexpected_violation_and_when_expected_is_missing() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no schedule showed it"), "{out}");
+    // An expected rate far from the measured one: a failure naming rate, schedules and band.
+    let hazard = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/hazards/reorder-across-handoff.toml"),
+    )
+    .unwrap();
+    let (head, _) = hazard.split_once("[expect]").unwrap();
+    let banded = dir.join("banded.toml");
+    std::fs::write(
+        &banded,
+        format!("{head}[expect]\noutcome = \"per-sender-order\"\nrate = [0.9, 1.0]\n"),
+    )
+    .unwrap();
+    let (code, out, _) = shardsim(&[
+        "fuzz",
+        banded.to_str().unwrap(),
+        "--schedules",
+        "60",
+        "--quiet",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED: `per-sender-order` rate 0."), "{out}");
+    assert!(out.contains(" of 60 schedules; 99.9 % interval ["), "{out}");
+    assert!(
+        out.contains("against the declared band [0.9, 1]: far outside it"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -276,3 +276,44 @@ fn a_region_forgetting_an_acknowledged_shard_breaks_hosting_ack() {
         f.detail
     );
 }
+
+#[test]
+fn new_allocation_rounding_down_breaks_rebalance_quiescence() {
+    // The new algorithm (§10.4) scaling out to 5 nodes with 22 shards: the faithful one settles
+    // at 5, 5, 4, 4, 4 and stops; with optimal = ⌊22 / 5⌋ = 4 a region of 5 is always above
+    // it, and its shard goes to a region of 4, round after round (issue 17).
+    let faithful = scenario_with("allocation-new.toml", Mutation::None);
+    assert_eq!(first_violation(&faithful, 30), None);
+    let sc = scenario_with("allocation-new.toml", Mutation::NewAllocationRoundsDown);
+    let f = first_violation(&sc, 30).expect("the endless rebalancing was never caught");
+    assert_eq!(f.invariant, Outcome::RebalanceQuiescence, "{f:?}");
+    assert!(f.detail.contains("the shards keep moving"), "{}", f.detail);
+}
+
+#[test]
+fn a_variant_raising_the_reorder_rate_is_caught_by_the_rate_band() {
+    // hazards/reorder-across-handoff.toml declares the §11.3 reorder's rate band. Akka's
+    // behaviour stays inside it; a region that flushes its buffers newest first breaks
+    // per-sender order in nearly every schedule, the expected invariant, so only the band
+    // tells the two apart.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sim-scenarios/hazards/reorder-across-handoff.toml");
+    let sc = Scenario::load(&path).unwrap();
+    let band = sc
+        .expect
+        .rate_band()
+        .expect("the hazard declares a rate band");
+    let n = 120;
+    let rate = |sc: &Scenario| {
+        let sum = campaign::fuzz(&Arc::new(sc.clone()), 0, n, 2, &|_| {});
+        assert_eq!(sum.unexpected(sc.expect.outcome).count(), 0);
+        campaign::rate_check(sum.expected_found, n, band)
+    };
+    let faithful = rate(&sc);
+    assert!(faithful.ok(), "{}", faithful.describe());
+    let mut broken = sc.clone();
+    broken.options.mutation = Mutation::BufferOutOfOrder;
+    let broken = rate(&broken);
+    assert!(!broken.ok(), "{}", broken.describe());
+    assert!(broken.rate() > 0.8, "{}", broken.describe());
+}

@@ -149,6 +149,14 @@ fn cases() -> Vec<(Scenario, Outcome)> {
             ),
             Outcome::GracefulLeaveLoss,
         ),
+        // The new allocation algorithm rounding optimal down: shards move for ever.
+        (
+            mutated(
+                load("allocation-new.toml"),
+                Mutation::NewAllocationRoundsDown,
+            ),
+            Outcome::RebalanceQuiescence,
+        ),
     ]
 }
 
@@ -158,7 +166,7 @@ fn every_invariant_is_found_in_the_file() {
     let found: Vec<Outcome> = cases.iter().map(|(_, inv)| *inv).collect();
     assert_eq!(
         found.len(),
-        11,
+        12,
         "one case per invariant (liveness twice: messages, remembered entities)"
     );
     for (sc, inv) in cases {

@@ -387,11 +387,27 @@ fn cmd_fuzz(
     } else if expected != Outcome::None && sum.expected_found == 0 {
         println!("FAILED: the scenario expects `{expected}`, but no schedule showed it");
         code = ExitCode::from(1);
+    } else if let Some(check) = sc
+        .expect
+        .rate_band()
+        .filter(|_| !opts.until_failure)
+        .map(|band| campaign::rate_check(sum.expected_found, ran, band))
+        .filter(|c| !c.ok())
+    {
+        // `[expect] rate`: far outside the band (the band misses the rate's 99.9 % interval).
+        println!("FAILED: `{expected}` {}: far outside it", check.describe());
+        code = ExitCode::from(1);
     } else if expected != Outcome::None {
         println!(
             "ok: expected `{expected}` found in {} of {} schedules",
             sum.expected_found, ran
         );
+        if let Some(band) = sc.expect.rate_band().filter(|_| !opts.until_failure) {
+            println!(
+                "ok: {}",
+                campaign::rate_check(sum.expected_found, ran, band).describe()
+            );
+        }
     } else {
         println!("ok: no violation");
     }

@@ -213,6 +213,11 @@ pub enum Mutation {
     /// arrives, killing its entities, instead of keeping it until `HandOff` (§5.4); the
     /// coordinator still counts it hosted there (breaks hosting-ack).
     RegionForgetsAcknowledgedShard,
+    /// The new allocation algorithm (§10.4) computes `optimal` as ⌊N / R⌋ instead of
+    /// ⌈N / R⌉: with N not a multiple of R, phase 1 always finds a region above `optimal`, and
+    /// its shard goes to a region of the same size, round after round (issue 17: 8,142 →
+    /// 160,000 rebalances in 5,000 schedules; breaks rebalance-quiescence).
+    NewAllocationRoundsDown,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.
