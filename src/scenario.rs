@@ -160,7 +160,7 @@ pub struct SwarmSpec {
     /// At most this many faults of each enabled kind per schedule.
     pub max_per_kind: u32,
     /// Longest pause, ms (keep below the downing provider's stable-after + margin, or pauses
-    /// become the documented zombie hazard).
+    /// become the documented zombie hazard, hazards/long-pause-zombie.toml).
     pub max_pause_ms: u64,
     /// Longest time a crashed node stays down before it restarts, ms.
     pub max_down_ms: u64,

@@ -188,7 +188,11 @@ fn a_filled_buffer_drops_as_buffer_full_and_the_summary_shows_its_high_water_mar
     // shards without a home and drops the rest with reason buffer_full (SR:1281-1305).
     let sc = scenario_with("buffer-full.toml", Mutation::None);
     let sum = campaign::fuzz(&sc, 0, 20, 2, &|_| {});
-    assert_eq!(sum.failures.first(), None, "the faithful region drops past buffer-size");
+    assert_eq!(
+        sum.failures.first(),
+        None,
+        "the faithful region drops past buffer-size"
+    );
     assert_eq!(sum.totals.buffer_high_water, 30, "{:?}", sum.totals);
     let (r, tracer) = campaign::run_seed(&sc, 0, TraceMode::Full);
     assert_eq!(r.stats.buffer_high_water, 30);
@@ -205,7 +209,11 @@ fn a_filled_buffer_drops_as_buffer_full_and_the_summary_shows_its_high_water_mar
             )
         })
         .count() as u64;
-    assert!(full > 0 && full == r.stats.drops, "{full} of {} drops", r.stats.drops);
+    assert!(
+        full > 0 && full == r.stats.drops,
+        "{full} of {} drops",
+        r.stats.drops
+    );
     // The broken region keeps buffering: its own rule sees it.
     let sc = scenario_with("buffer-full.toml", Mutation::RegionIgnoresBufferSize);
     let f = first_violation(&sc, 10).expect("the unbounded buffer was never caught");
@@ -247,5 +255,9 @@ fn region_reviving_stale_entities_when_a_shard_returns_breaks_no_duplicate() {
     let sc = scenario_with(name, Mutation::RegionKeepsStaleEntities);
     let f = first_violation(&sc, 20).expect("the stale entities were never caught");
     assert_eq!(f.invariant, Outcome::NoDuplicate, "{f:?}");
-    assert!(f.detail.contains("which is not a live incarnation"), "{}", f.detail);
+    assert!(
+        f.detail.contains("which is not a live incarnation"),
+        "{}",
+        f.detail
+    );
 }

@@ -176,7 +176,11 @@ mod tests {
         assert_eq!(g.addressed(100, Instant(6_000_001)), 51);
         assert_eq!(g.addressed(100, Instant(11_000_000)), 100);
         assert_eq!(g.addressed(3, Instant(20_000_000)), 3);
-        let step = Growth { from_us: 5, to_us: 5, ..g };
+        let step = Growth {
+            from_us: 5,
+            to_us: 5,
+            ..g
+        };
         assert_eq!(step.addressed(7, Instant(4)), 1);
         assert_eq!(step.addressed(7, Instant(5)), 7);
     }
