@@ -106,7 +106,7 @@ pub struct Summary {
     pub seed_start: u64,
     /// Number of schedules.
     pub schedules: u64,
-    /// Counters summed over every schedule.
+    /// Counters summed over every schedule (the buffer high-water mark: their maximum).
     pub totals: Stats,
     /// Schedules per invariant broken (seed order).
     pub failures: Vec<Failure>,
@@ -325,6 +325,7 @@ pub fn add(acc: &mut Stats, s: &Stats) {
     acc.entity_starts += s.entity_starts;
     acc.faults += s.faults;
     acc.coordinator_starts += s.coordinator_starts;
+    acc.buffer_high_water = acc.buffer_high_water.max(s.buffer_high_water);
 }
 
 impl Summary {

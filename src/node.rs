@@ -391,6 +391,8 @@ pub struct Node {
     hand_over_from: Option<NodeAddr>,
     hand_over_done: BTreeSet<NodeAddr>,
     region: Option<Region>,
+    /// The buffer high-water mark of this node's region after it stopped.
+    stopped_region_high_water: usize,
     coordinator: Option<Coordinator>,
     /// Counts coordinator instances on this node; journal acknowledgements carry it.
     coord_gen: u32,
@@ -440,6 +442,7 @@ impl Node {
                 hosting,
                 cfg.region.clone(),
             )),
+            stopped_region_high_water: 0,
             coordinator: None,
             coord_gen: 0,
             coord_backoff_until: 0,
@@ -482,6 +485,14 @@ impl Node {
     /// The region, while it runs.
     pub fn region(&self) -> Option<&Region> {
         self.region.as_ref()
+    }
+
+    /// The most messages this node's region buffered at once (also after it stopped).
+    pub fn buffer_high_water(&self) -> usize {
+        self.region
+            .as_ref()
+            .map_or(0, Region::buffered_high_water)
+            .max(self.stopped_region_high_water)
     }
 
     /// The coordinator, while it runs here.
@@ -849,6 +860,7 @@ impl Node {
                         }
                     }
                     Role::Region => {
+                        self.stopped_region_high_water = self.buffer_high_water();
                         let region = self.region.take();
                         out.output(NodeOutput::RegionStopped { reason });
                         self.local_region_terminated(now, region, out);
@@ -1534,6 +1546,7 @@ impl Node {
             }
         }
         self.stopped = true;
+        self.stopped_region_high_water = self.buffer_high_water();
         self.region = None;
         self.stores = None;
         self.coordinator = None;

@@ -160,7 +160,7 @@ pub struct SwarmSpec {
     /// At most this many faults of each enabled kind per schedule.
     pub max_per_kind: u32,
     /// Longest pause, ms (keep below the downing provider's stable-after + margin, or pauses
-    /// become the documented zombie hazard).
+    /// become the documented zombie hazard, hazards/long-pause-zombie.toml).
     pub max_pause_ms: u64,
     /// Longest time a crashed node stays down before it restarts, ms.
     pub max_down_ms: u64,
@@ -329,6 +329,12 @@ pub struct WorkloadSpec {
     /// application bug in the Shard's plug-ins): the Shard restarts in place, killing its
     /// entities (remembered ones are loaded and started again).
     pub shard_failure_probability: f64,
+    /// The key space grows over `[from, to]` ms (`[0, 0]`: off, every entity from the
+    /// start): until `from` each sender addresses only the first entity of its population (the
+    /// whole population, or its focus set), then a share growing linearly to all of it at
+    /// `to`. New entities, and new shards, are first addressed all along, e.g. during a journal
+    /// outage. Drawn from a stream of its own, so scenarios without it keep their traces.
+    pub key_space_growth_ms: [u64; 2],
 }
 
 impl Default for WorkloadSpec {
@@ -344,6 +350,7 @@ impl Default for WorkloadSpec {
             self_stop_probability: 0.0,
             crash_probability: 0.0,
             shard_failure_probability: 0.0,
+            key_space_growth_ms: [0, 0],
         }
     }
 }
@@ -570,6 +577,13 @@ impl Scenario {
             return err(
                 "workload.shard-failure-probability",
                 "must be in [0, 1]".into(),
+            );
+        }
+        let [a, b] = self.workload.key_space_growth_ms;
+        if a > b {
+            return err(
+                "workload.key-space-growth-ms",
+                format!("need from <= to, got [{a}, {b}]"),
             );
         }
         let st = &self.settings;

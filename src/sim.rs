@@ -64,6 +64,10 @@ pub struct Stats {
     /// Coordinators started (initial start, fail-overs and restarts).
     #[serde(default)]
     pub coordinator_starts: u64,
+    /// The buffer high-water mark: the most messages any region buffered at once (the
+    /// maximum over schedules in a campaign, not a sum).
+    #[serde(default)]
+    pub buffer_high_water: u64,
 }
 
 /// The result of one schedule.
@@ -404,6 +408,9 @@ impl World {
                 self.now = last;
             }
         }
+        let live = self.slots.iter().filter_map(|s| s.node.as_ref());
+        let hw = live.map(|n| n.buffer_high_water() as u64).max();
+        self.stats.buffer_high_water = self.stats.buffer_high_water.max(hw.unwrap_or(0));
         if let Some(v) = &self.violation {
             let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
             let t = v.t;
@@ -902,7 +909,7 @@ impl World {
         if !self.node(node).is_some_and(|n| n.has_role(Role::Region)) {
             return;
         }
-        let env = self.workload.message(sender);
+        let env = self.workload.message(sender, self.now);
         self.stats.sends += 1;
         // The shard the sender's region routes the message to: its node incarnation's
         // extractor decides (with a per-incarnation extractor, another node may route the
@@ -952,7 +959,15 @@ impl World {
         let s = &mut self.slots[idx];
         if s.up {
             s.node = Some(n);
+        } else {
+            self.note_buffer_high_water(&n);
         }
+    }
+
+    /// Fold a node's region buffer high-water mark into the run's.
+    fn note_buffer_high_water(&mut self, n: &Node) {
+        let hw = n.buffer_high_water() as u64;
+        self.stats.buffer_high_water = self.stats.buffer_high_water.max(hw);
     }
 
     fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {

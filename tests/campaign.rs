@@ -328,3 +328,56 @@ fn cli_until_failure_and_check_determinism() {
         "{out}"
     );
 }
+
+/// The buffer high-water mark is the most any region buffered at once: the run and campaign
+/// summaries show it, a campaign and a merge take the maximum over schedules, not the sum.
+#[test]
+fn the_buffer_high_water_mark_is_shown_and_merged_by_max() {
+    let mut acc = shardsim::sim::Stats {
+        sends: 4,
+        buffer_high_water: 7,
+        ..Default::default()
+    };
+    let other = shardsim::sim::Stats {
+        sends: 5,
+        buffer_high_water: 3,
+        ..Default::default()
+    };
+    campaign::add(&mut acc, &other);
+    assert_eq!((acc.sends, acc.buffer_high_water), (9, 7));
+
+    let file = "sim-scenarios/buffer-full.toml";
+    let (code, so, se) = shardsim(&["run", file, "--seed", "0"]);
+    assert_eq!(code, 0, "{so}{se}");
+    assert!(so.contains("buffer high-water mark: 30 messages"), "{so}");
+    let d = tmp("high-water");
+    let (a, b, out) = (d.join("a.json"), d.join("b.json"), d.join("all.json"));
+    for (start, f) in [("0", &a), ("5", &b)] {
+        let (code, so, se) = shardsim(&[
+            "fuzz",
+            file,
+            "--seed-start",
+            start,
+            "--schedules",
+            "5",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--summary",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{so}{se}");
+        assert!(so.contains("buffer high-water mark: 30 messages"), "{so}");
+    }
+    let (code, so, se) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{so}{se}");
+    let merged = campaign::read_summary(&out).unwrap();
+    assert_eq!(merged.totals.buffer_high_water, 30);
+    let whole = campaign::fuzz(&load(file), 0, 10, 2, &|_| {});
+    assert_eq!(merged, whole);
+}

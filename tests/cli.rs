@@ -34,6 +34,11 @@ fn bad_scenario_files_name_file_line_and_field() {
         ),
         ("tests/data/bad/rate-band.toml", 7, "expect.rate"),
         ("tests/data/bad/rate-without-outcome.toml", 6, "expect.rate"),
+        (
+            "tests/data/bad/key-space-growth-range.toml",
+            6,
+            "workload.key-space-growth-ms",
+        ),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");

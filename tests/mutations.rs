@@ -5,7 +5,9 @@ mod common;
 
 use shardsim::campaign;
 use shardsim::protocol::settings::Mutation;
+use shardsim::protocol::DropReason;
 use shardsim::scenario::{Outcome, Scenario};
+use shardsim::trace::{TraceEvent, TraceMode};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -194,6 +196,86 @@ fn region_discarding_its_buffer_on_host_shard_breaks_message_lost() {
     assert_eq!(f.invariant, Outcome::MessageLost, "{f:?}");
     assert!(
         f.detail.contains("vanished without a reason (c"),
+        "{}",
+        f.detail
+    );
+}
+
+#[test]
+fn a_filled_buffer_drops_as_buffer_full_and_the_summary_shows_its_high_water_mark() {
+    // A slow journal under heavy traffic: every region buffers up to buffer-size (30) for
+    // shards without a home and drops the rest with reason buffer_full (SR:1281-1305).
+    let sc = scenario_with("buffer-full.toml", Mutation::None);
+    let sum = campaign::fuzz(&sc, 0, 20, 2, &|_| {});
+    assert_eq!(
+        sum.failures.first(),
+        None,
+        "the faithful region drops past buffer-size"
+    );
+    assert_eq!(sum.totals.buffer_high_water, 30, "{:?}", sum.totals);
+    let (r, tracer) = campaign::run_seed(&sc, 0, TraceMode::Full);
+    assert_eq!(r.stats.buffer_high_water, 30);
+    let full = tracer
+        .events()
+        .iter()
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                TraceEvent::Drop {
+                    reason: DropReason::BufferFull,
+                    ..
+                }
+            )
+        })
+        .count() as u64;
+    assert!(
+        full > 0 && full == r.stats.drops,
+        "{full} of {} drops",
+        r.stats.drops
+    );
+    // The broken region keeps buffering: its own rule sees it.
+    let sc = scenario_with("buffer-full.toml", Mutation::RegionIgnoresBufferSize);
+    let f = first_violation(&sc, 10).expect("the unbounded buffer was never caught");
+    assert_eq!(f.invariant, Outcome::RoleInvariant, "{f:?}");
+    assert!(
+        f.detail
+            .contains(": buffered-total-within-buffer-size: 31 buffered, buffer-size 30"),
+        "{}",
+        f.detail
+    );
+}
+
+#[test]
+fn coordinator_answering_before_its_write_is_acknowledged_breaks_at_most_one() {
+    // New shards are first addressed during a journal outage (a growing key space): the
+    // faithful coordinator answers only once ShardHomeAllocated is durable; the broken one
+    // answers at once, the write times out, and the recovered coordinator allocates the shard
+    // a second time while the requester hosts it.
+    let name = "faults/journal-outage-new-shards.toml";
+    assert_eq!(
+        first_violation(&scenario_with(name, Mutation::None), 20),
+        None
+    );
+    let sc = scenario_with(name, Mutation::CoordinatorAnswersBeforeWrite);
+    let f = first_violation(&sc, 20).expect("the early answer was never caught");
+    assert_eq!(f.invariant, Outcome::AtMostOne, "{f:?}");
+}
+
+#[test]
+fn region_reviving_stale_entities_when_a_shard_returns_breaks_no_duplicate() {
+    // Shards move to a joining node and back to the regions they came from when it leaves;
+    // a region that revives the entity actors its Shard had at the hand-off delivers to
+    // incarnations that terminated then.
+    let name = "shard-returns.toml";
+    assert_eq!(
+        first_violation(&scenario_with(name, Mutation::None), 20),
+        None
+    );
+    let sc = scenario_with(name, Mutation::RegionKeepsStaleEntities);
+    let f = first_violation(&sc, 20).expect("the stale entities were never caught");
+    assert_eq!(f.invariant, Outcome::NoDuplicate, "{f:?}");
+    assert!(
+        f.detail.contains("which is not a live incarnation"),
         "{}",
         f.detail
     );

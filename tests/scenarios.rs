@@ -199,6 +199,10 @@ scenario_tests! {
     shrunk_singleton_prefers_newest_app_version_seed0 => "sim-scenarios/shrunk/singleton-prefers-newest-app-version-seed0.toml",
     allocation_new => "sim-scenarios/allocation-new.toml",
     allocation_new_faults => "sim-scenarios/faults/allocation-new-faults.toml",
+    journal_outage_new_shards => "sim-scenarios/faults/journal-outage-new-shards.toml",
+    shard_returns => "sim-scenarios/shard-returns.toml",
+    buffer_full => "sim-scenarios/buffer-full.toml",
+    hazard_long_pause_zombie => "sim-scenarios/hazards/long-pause-zombie.toml",
 }
 
 /// The swarm scenario: every seed keeps every invariant, liveness included.

@@ -215,6 +215,10 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
         "events {}  messages {}  sends {}  deliveries {}  drops {}  rebalances {} ({} done)  entity starts {}",
         s.events, s.messages, s.sends, s.deliveries, s.drops, s.rebalances, s.rebalances_done, s.entity_starts
     );
+    println!(
+        "buffer high-water mark: {} messages (the most a region buffered at once)",
+        s.buffer_high_water
+    );
     println!("trace hash {:016x}", r.trace_hash);
     if let Some(p) = &trace {
         if let Err(e) = write_atomic(p, tracer.to_jsonl().as_bytes()) {
@@ -326,6 +330,10 @@ fn cmd_fuzz(
     println!(
         "totals: events {}  sends {}  deliveries {}  drops {}  rebalances {}",
         t.events, t.sends, t.deliveries, t.drops, t.rebalances
+    );
+    println!(
+        "buffer high-water mark: {} messages (the most a region buffered at once, in any schedule)",
+        t.buffer_high_water
     );
     if let Some(k) = opts.check_determinism {
         let checked = ran.div_ceil(k);

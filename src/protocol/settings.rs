@@ -218,6 +218,18 @@ pub enum Mutation {
     /// its shard goes to a region of the same size, round after round (issue 17: 8,142 →
     /// 160,000 rebalances in 5,000 schedules; breaks rebalance-quiescence).
     NewAllocationRoundsDown,
+    /// The coordinator answers `GetShardHome` with `ShardHome` as soon as it decided the
+    /// allocation, before its `ShardHomeAllocated` write is acknowledged (Akka replies only in
+    /// the persist callback, SC:1396-1441, §4.2). When the write then fails (journal outage,
+    /// the coordinator stops and recovers without it), the requester already started the
+    /// shard and the next coordinator allocates it again elsewhere (breaks at-most-one).
+    CoordinatorAnswersBeforeWrite,
+    /// A region keeps the entity actors a Shard had when it was handed off, and revives them
+    /// (same incarnations, no new start) when the shard comes back to it: a stale cache of
+    /// entity refs across the shard's return, where Akka creates a new Shard with no entity
+    /// (`getShard` creates a new Shard, SR:1399-1437, whose `entities` start empty). Deliveries go to an incarnation that
+    /// terminated at the hand-off (breaks no-duplicate).
+    RegionKeepsStaleEntities,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.

@@ -265,6 +265,30 @@ impl Shard {
             .map(|r| r.inc)
     }
 
+    /// The live entity actors and their incarnations.
+    pub fn live_entities(&self) -> Vec<(EntityId, u64)> {
+        self.entities
+            .iter()
+            .filter(|(_, r)| r.actor.is_some())
+            .map(|(e, r)| (*e, r.inc))
+            .collect()
+    }
+
+    /// Broken on purpose (`Mutation::RegionKeepsStaleEntities`): records for entity actors
+    /// of an earlier Shard of this shard, revived as Active under their old incarnations
+    /// without a start. Akka's new Shard starts with no entity (SR:1399-1437).
+    pub fn revive_stale(&mut self, stale: &[(EntityId, u64)], now: Instant) {
+        for &(e, inc) in stale {
+            if self.entities.contains_key(&e) {
+                continue;
+            }
+            let mut rec = EntityRec::new(EntityState::Active, now);
+            rec.inc = inc;
+            rec.actor = Some(self.cfg.factory.create(e));
+            self.entities.insert(e, rec);
+        }
+    }
+
     /// Messages buffered for entities.
     pub fn buffered(&self) -> usize {
         self.buffered
