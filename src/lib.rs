@@ -25,6 +25,7 @@ pub mod gen;
 pub mod ids;
 pub mod membership;
 pub mod node;
+pub mod perfetto;
 pub mod protocol;
 pub mod report;
 pub mod rng;

@@ -41,6 +41,10 @@ enum Cmd {
         /// Events of context to print before a violation.
         #[arg(long, default_value_t = 25)]
         context: usize,
+        /// Write the schedule as Chrome trace-event JSON here (opens in ui.perfetto.dev and
+        /// chrome://tracing): a process per node, a track per actor, a flow per message.
+        #[arg(long, value_name = "FILE")]
+        perfetto: Option<PathBuf>,
     },
     /// Run many seeds in parallel and report failures.
     Fuzz {
@@ -163,7 +167,8 @@ fn main() -> ExitCode {
             seed,
             trace,
             context,
-        } => cmd_run(&scenario, seed, trace, context),
+            perfetto,
+        } => cmd_run(&scenario, seed, trace, context, perfetto),
         Cmd::Fuzz {
             scenario,
             schedules,
@@ -222,12 +227,25 @@ fn main() -> ExitCode {
     }
 }
 
-fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> ExitCode {
+fn cmd_run(
+    path: &Path,
+    seed: u64,
+    trace: Option<PathBuf>,
+    context: usize,
+    perfetto: Option<PathBuf>,
+) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let (r, tracer) = campaign::run_seed(&sc, seed, TraceMode::Full);
+    let (r, tracer) = if perfetto.is_some() {
+        // The same run, also recording send times for the flows (the trace is unchanged).
+        shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full)
+            .record_flows()
+            .run()
+    } else {
+        campaign::run_seed(&sc, seed, TraceMode::Full)
+    };
     let s = &r.stats;
     println!("scenario {} seed {seed}: simulated {}", sc.name, r.end);
     println!("behaviour: {}", sc.options.behaviour());
@@ -242,6 +260,29 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
             return ExitCode::from(2);
         }
         println!("trace written to {}", p.display());
+    }
+    if let Some(p) = &perfetto {
+        let meta = [
+            ("scenario", sc.name.clone()),
+            ("scenario_file", path.display().to_string()),
+            ("seed", seed.to_string()),
+            ("behaviour", sc.options.behaviour()),
+            ("trace_hash", format!("{:016x}", r.trace_hash)),
+            ("ts", "simulated microseconds".to_string()),
+        ];
+        let (json, st) = shardsim::perfetto::export(tracer.events(), tracer.flows(), &meta);
+        if let Err(e) = write_atomic(p, json.as_bytes()) {
+            eprintln!("error: {}: cannot write Perfetto trace: {e}", p.display());
+            return ExitCode::from(2);
+        }
+        println!(
+            "perfetto trace written to {} ({} slices, {} message flows, {} instants, {} messages lost in flight); open it in ui.perfetto.dev or chrome://tracing",
+            p.display(),
+            st.slices,
+            st.flows,
+            st.instants,
+            st.lost
+        );
     }
     match &r.violation {
         None => {

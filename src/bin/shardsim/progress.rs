@@ -9,15 +9,28 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Plain progress lines (stderr not a terminal): at most one this often.
+/// Plain progress lines (stderr not a terminal): at most one this often (the environment
+/// variable `SHARDSIM_PROGRESS_SECS` sets another interval, in seconds).
 pub const LINE_EVERY: Duration = Duration::from_secs(10);
+
+fn line_every() -> Duration {
+    std::env::var("SHARDSIM_PROGRESS_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(LINE_EVERY)
+}
 /// Throughput samples: at most one this often.
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 enum Face {
     Quiet,
     Bar(ProgressBar),
-    Lines { last: Mutex<Instant> },
+    Lines {
+        last: Mutex<Instant>,
+        every: Duration,
+    },
 }
 
 /// One run's progress reporter.
@@ -60,6 +73,7 @@ impl Reporter {
         } else {
             Face::Lines {
                 last: Mutex::new(Instant::now()),
+                every: line_every(),
             }
         };
         let now = Instant::now();
@@ -103,9 +117,9 @@ impl Reporter {
                 bar.set_position(done);
                 bar.set_message(format!("{found} {}", self.found));
             }
-            Face::Lines { last } => {
+            Face::Lines { last, every } => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                if now.duration_since(*last) >= LINE_EVERY {
+                if now.duration_since(*last) >= *every {
                     *last = now;
                     eprintln!("{}", self.line(done, found, now));
                 }
