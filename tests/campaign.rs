@@ -562,7 +562,7 @@ fn fuzz_report_writes_figures_that_parse_as_svg() {
             );
         }
         if f == "shards-per-node.svg" {
-            assert!(texts.iter().any(|t| *t == "node 0"), "{texts:?}");
+            assert!(texts.contains(&"node 0"), "{texts:?}");
         }
         let lines = doc
             .descendants()

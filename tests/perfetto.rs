@@ -29,6 +29,9 @@ fn export(scenario: &str, seed: &str, name: &str) -> (Value, String, std::path::
     (doc, out, t)
 }
 
+/// A slice: ts, dur, name.
+type Slice = (f64, f64, String);
+
 fn num(e: &Value, k: &str) -> f64 {
     e[k].as_f64()
         .unwrap_or_else(|| panic!("`{k}` is not a number in {e}"))
@@ -98,7 +101,7 @@ fn a_hazard_run_exports_tracks_flows_and_the_violation() {
     assert_eq!(tids.len(), thread_names.len());
 
     // Slices: never partly overlapping on a track; keyed for the flows' binding.
-    let mut slices: BTreeMap<(u64, u64), Vec<(f64, f64, String)>> = BTreeMap::new();
+    let mut slices: BTreeMap<(u64, u64), Vec<Slice>> = BTreeMap::new();
     for e in ev.iter().filter(|e| e["ph"] == "X") {
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         slices.entry(key).or_default().push((
