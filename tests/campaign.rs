@@ -452,69 +452,6 @@ fn n_slices_merged_equal_one_campaign_for_1_3_and_7() {
 }
 
 #[test]
-fn cli_bad_slices_exit_2() {
-    let base = [
-        "fuzz",
-        "sim-scenarios/one-node.toml",
-        "--schedules",
-        "10",
-        "--quiet",
-        "--slice",
-    ];
-    for (spec, env, says) in [
-        ("3/3", &[][..], "out of range"),
-        ("0/0", &[][..], "at least 1"),
-        ("auto/0", &[][..], "at least 1"),
-        ("1-3", &[][..], "expected I/N or auto/N"),
-        ("one/3", &[][..], "neither a whole number nor `auto`"),
-        ("1/3/4", &[][..], "not a whole number"),
-        ("auto/3", &[][..], "neither JOB_COMPLETION_INDEX"),
-        (
-            "auto/3",
-            &[("JOB_COMPLETION_INDEX", "3")][..],
-            "out of range",
-        ),
-        (
-            "auto/3",
-            &[("SLURM_ARRAY_TASK_ID", "3")][..],
-            "out of range",
-        ),
-        (
-            "auto/3",
-            &[
-                ("SLURM_ARRAY_TASK_ID", "2"),
-                ("SLURM_ARRAY_TASK_COUNT", "4"),
-            ][..],
-            "4 tasks, not 3",
-        ),
-        (
-            "auto/3",
-            &[("JOB_COMPLETION_INDEX", "first")][..],
-            "JOB_COMPLETION_INDEX=`first`",
-        ),
-    ] {
-        let mut args = base.to_vec();
-        args.push(spec);
-        let (code, _, err) = shardsim_env(&args, env);
-        assert_eq!(code, 2, "{spec} {env:?}: {err}");
-        assert!(err.contains("--slice"), "{spec}: {err}");
-        assert!(err.contains(says), "{spec} {env:?}: {err}");
-    }
-    let (code, _, err) = shardsim_env(
-        &[
-            "fuzz",
-            "sim-scenarios/one-node.toml",
-            "--slice",
-            "0/2",
-            "--until-failure",
-        ],
-        &[],
-    );
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--until-failure"), "{err}");
-}
-
-#[test]
 fn fuzz_report_writes_figures_that_parse_as_svg() {
     let d = tmp("report");
     // A rebalancing scenario with failures: every figure, the shards-per-node one included.
