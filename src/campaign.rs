@@ -9,6 +9,7 @@
 use crate::check::Violation;
 use crate::scenario::{Outcome, Scenario};
 use crate::sim::{RunResult, Stats, World};
+pub use crate::slice::Slice;
 use crate::trace::{TraceMode, Tracer};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -117,6 +118,19 @@ pub struct Summary {
 /// Progress callback: called with the number of schedules done so far.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
+/// What a campaign reports as it goes ([`fuzz_observed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Schedules done so far.
+    pub done: u64,
+    /// Failures found so far (of every kind; with `until_failure` also some past the lowest
+    /// failing seed, which the summary leaves out).
+    pub failures: u64,
+}
+
+/// Observer of a campaign's progress: called from the worker threads after each chunk.
+pub type Observer<'a> = &'a (dyn Fn(Tick) + Sync);
+
 /// Options of [`fuzz_with`]. The default is a plain campaign, as [`fuzz`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FuzzOptions {
@@ -156,13 +170,40 @@ pub fn fuzz_with(
     opts: FuzzOptions,
     progress: Progress<'_>,
 ) -> Summary {
-    fuzz_impl(
+    fuzz_observed(
         sc,
         seed_start,
         schedules,
+        Slice::WHOLE,
         jobs,
         opts,
-        progress,
+        &|t: Tick| progress(t.done),
+    )
+}
+
+/// Run `slice` of the campaign of `schedules` seeds from `seed_start` (the whole campaign with
+/// [`Slice::WHOLE`]; the split is [`Slice::range`]) on `jobs` threads, with options, telling
+/// `observe` how far it got. The summary covers the slice's seeds only; `check_determinism`
+/// still counts from the campaign's `seed_start`, so the merge of all slices' summaries equals
+/// the whole campaign's.
+pub fn fuzz_observed(
+    sc: &Arc<Scenario>,
+    seed_start: u64,
+    schedules: u64,
+    slice: Slice,
+    jobs: usize,
+    opts: FuzzOptions,
+    observe: Observer<'_>,
+) -> Summary {
+    let (start, len) = slice.range(seed_start, schedules);
+    fuzz_impl(
+        sc,
+        start,
+        len,
+        slice.offset(schedules),
+        jobs,
+        opts,
+        observe,
         &|sc, seed, mode| run_seed(sc, seed, mode).0,
     )
 }
@@ -222,13 +263,17 @@ fn one_seed(
     a.stats
 }
 
+/// `check_base`: the offset of `seed_start` from the campaign's first seed (a slice's), from
+/// which determinism checks count.
+#[allow(clippy::too_many_arguments)]
 fn fuzz_impl(
     sc: &Arc<Scenario>,
     seed_start: u64,
     schedules: u64,
+    check_base: u64,
     jobs: usize,
     opts: FuzzOptions,
-    progress: Progress<'_>,
+    observe: Observer<'_>,
     run: Runner<'_>,
 ) -> Summary {
     let every = opts.check_determinism.map(|k| k.max(1));
@@ -236,6 +281,7 @@ fn fuzz_impl(
     let chunk: u64 = if opts.until_failure { 16 } else { 64 };
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
+    let failing = AtomicU64::new(0);
     // Offset of the lowest failing seed found so far (until-failure only).
     let first_fail = AtomicU64::new(u64::MAX);
     let results: Mutex<Vec<Chunk>> = Mutex::new(Vec::new());
@@ -262,7 +308,7 @@ fn fuzz_impl(
                             break;
                         }
                         let seed = seed_start.wrapping_add(k);
-                        let check = every.is_some_and(|e| k % e == 0);
+                        let check = every.is_some_and(|e| check_base.wrapping_add(k) % e == 0);
                         let before = c.failures.len();
                         let st = one_seed(sc, seed, check, run, &mut c.failures);
                         add(&mut c.stats, &st);
@@ -272,7 +318,11 @@ fn fuzz_impl(
                             break;
                         }
                     }
-                    progress(done.fetch_add(c.ran, Ordering::Relaxed) + c.ran);
+                    let found = c.failures.len() as u64;
+                    observe(Tick {
+                        done: done.fetch_add(c.ran, Ordering::Relaxed) + c.ran,
+                        failures: failing.fetch_add(found, Ordering::Relaxed) + found,
+                    });
                     mine.push(c);
                 }
                 results
@@ -874,7 +924,7 @@ mod tests {
             check_determinism: Some(2),
             until_failure: false,
         };
-        let sum = fuzz_impl(&sc, 0, 4, 1, opts, &|_| {}, &flaky);
+        let sum = fuzz_impl(&sc, 0, 4, 0, 1, opts, &|_| {}, &flaky);
         assert_eq!(sum.schedules, 4);
         assert_eq!(sum.failures.len(), 1, "{:?}", sum.failures);
         let f = &sum.failures[0];
@@ -894,7 +944,7 @@ mod tests {
             }
             r
         };
-        assert!(fuzz_impl(&sc, 0, 4, 1, opts, &|_| {}, &flaky3)
+        assert!(fuzz_impl(&sc, 0, 4, 0, 1, opts, &|_| {}, &flaky3)
             .failures
             .is_empty());
         // until-failure stops at a determinism failure too.
@@ -902,7 +952,7 @@ mod tests {
             check_determinism: Some(1),
             until_failure: true,
         };
-        let sum = fuzz_impl(&sc, 0, 10, 2, opts, &|_| {}, &flaky);
+        let sum = fuzz_impl(&sc, 0, 10, 0, 2, opts, &|_| {}, &flaky);
         assert_eq!((sum.schedules, sum.failures.len()), (3, 1));
     }
 

@@ -432,6 +432,13 @@ impl World {
         (result, self.tracer)
     }
 
+    /// Also record when each protocol message was sent, for `run --perfetto` (the trace and
+    /// its hash do not change; see [`crate::perfetto`]).
+    pub fn record_flows(mut self) -> Self {
+        self.tracer.record_flows();
+        self
+    }
+
     /// The journal written so far.
     pub fn journal(&self) -> &[CoordinatorEvent] {
         &self.journal.events
@@ -583,7 +590,9 @@ impl World {
                 msg,
                 epoch,
             } => {
-                if !self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch) {
+                let ok = self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch);
+                self.tracer.flow_arrived(self.now, from, to, ok);
+                if !ok {
                     if let Msg::User(env) = msg {
                         self.drop_msg(from.node, env, DropReason::Network);
                     }
@@ -974,10 +983,12 @@ impl World {
         if to.node.0 as usize >= self.slots.len() {
             return;
         }
-        match self
+        let at = self
             .net
-            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0)
-        {
+            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0);
+        self.tracer
+            .flow_sent(self.now, from, to, &msg, at.is_some());
+        match at {
             Some((at, epoch)) => self.push(
                 at,
                 Ev::Deliver {

@@ -4,7 +4,7 @@
 
 use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
 use crate::protocol::{
-    CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
+    Addr, CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
 };
 use crate::time::Instant;
 use serde_json::{json, Value};
@@ -951,6 +951,9 @@ pub struct Tracer {
     mode: TraceMode,
     hash: Fnv64,
     events: Vec<(Instant, TraceEvent)>,
+    /// Send times of protocol messages, for `run --perfetto` only (never hashed, never in the
+    /// JSON Lines trace).
+    flows: Option<Box<crate::perfetto::FlowLog>>,
 }
 
 impl Tracer {
@@ -960,6 +963,30 @@ impl Tracer {
             mode,
             hash: Fnv64::default(),
             events: Vec::new(),
+            flows: None,
+        }
+    }
+    /// Also record when each protocol message was sent ([`crate::perfetto::FlowLog`]); the
+    /// trace and its hash stay as they are.
+    pub fn record_flows(&mut self) {
+        self.flows = Some(Box::default());
+    }
+    /// The flow log, when [`Tracer::record_flows`] was called.
+    pub fn flows(&self) -> Option<&crate::perfetto::FlowLog> {
+        self.flows.as_deref()
+    }
+    /// A protocol message was put on the network (`sent`: false when its link was cut).
+    #[inline]
+    pub fn flow_sent(&mut self, t: Instant, from: Addr, to: Addr, msg: &Msg, sent: bool) {
+        if let Some(f) = self.flows.as_deref_mut() {
+            f.sent(t, from, to, msg.name(), sent, self.events.len());
+        }
+    }
+    /// A protocol message reached the end of its link (`ok`: false when it was lost there).
+    #[inline]
+    pub fn flow_arrived(&mut self, t: Instant, from: Addr, to: Addr, ok: bool) {
+        if let Some(f) = self.flows.as_deref_mut() {
+            f.arrived(t, from, to, ok);
         }
     }
     /// Whether events are wanted at all.

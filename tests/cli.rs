@@ -278,3 +278,90 @@ fn check_trace_balances_the_messages_of_the_file() {
     assert!(out.contains("VIOLATION message-lost"), "{out}");
     assert!(out.contains("1 vanished without a reason (c"), "{out}");
 }
+
+/// `shardsim` with the slice variables removed from its environment, then `env` set.
+fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"));
+    c.args(args).current_dir(root());
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_STEP",
+        "SLURM_ARRAY_TASK_COUNT",
+    ] {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_bad_slices_exit_2() {
+    let base = [
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "10",
+        "--quiet",
+        "--slice",
+    ];
+    for (spec, env, says) in [
+        ("3/3", &[][..], "out of range"),
+        ("0/0", &[][..], "at least 1"),
+        ("auto/0", &[][..], "at least 1"),
+        ("1-3", &[][..], "expected I/N or auto/N"),
+        ("one/3", &[][..], "neither a whole number nor `auto`"),
+        ("1/3/4", &[][..], "not a whole number"),
+        ("auto/3", &[][..], "neither JOB_COMPLETION_INDEX"),
+        (
+            "auto/3",
+            &[("JOB_COMPLETION_INDEX", "3")][..],
+            "out of range",
+        ),
+        (
+            "auto/3",
+            &[("SLURM_ARRAY_TASK_ID", "3")][..],
+            "out of range",
+        ),
+        (
+            "auto/3",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "2"),
+                ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ][..],
+            "4 tasks, not 3",
+        ),
+        (
+            "auto/3",
+            &[("JOB_COMPLETION_INDEX", "first")][..],
+            "JOB_COMPLETION_INDEX=`first`",
+        ),
+    ] {
+        let mut args = base.to_vec();
+        args.push(spec);
+        let (code, _, err) = shardsim_env(&args, env);
+        assert_eq!(code, 2, "{spec} {env:?}: {err}");
+        assert!(err.contains("--slice"), "{spec}: {err}");
+        assert!(err.contains(says), "{spec} {env:?}: {err}");
+    }
+    let (code, _, err) = shardsim_env(
+        &[
+            "fuzz",
+            "sim-scenarios/one-node.toml",
+            "--slice",
+            "0/2",
+            "--until-failure",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--until-failure"), "{err}");
+}

@@ -1,10 +1,13 @@
 //! The `shardsim` command: run one seed, fuzz a campaign, merge campaign slices, benchmark,
 //! re-check a trace.
 
+#[path = "shardsim/progress.rs"]
+mod progress;
+
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use shardsim::campaign::{self, replay_command, write_atomic, FuzzOptions, Summary};
 use shardsim::scenario::{Outcome, Scenario};
+use shardsim::slice::{Slice, SliceSpec};
 use shardsim::trace::TraceMode;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,6 +41,10 @@ enum Cmd {
         /// Events of context to print before a violation.
         #[arg(long, default_value_t = 25)]
         context: usize,
+        /// Write the schedule as Chrome trace-event JSON here (opens in ui.perfetto.dev and
+        /// chrome://tracing): a process per node, a track per actor, a flow per message.
+        #[arg(long, value_name = "FILE")]
+        perfetto: Option<PathBuf>,
     },
     /// Run many seeds in parallel and report failures.
     Fuzz {
@@ -70,6 +77,16 @@ enum Cmd {
         /// corpus, e.g. tests/corpus.jsonl.
         #[arg(long, value_name = "FILE")]
         corpus: Option<PathBuf>,
+        /// Run only slice I of N (from 0) of the seeds [seed-start, seed-start + schedules):
+        /// seeds seed-start + floor(I*schedules/N) up to seed-start +
+        /// floor((I+1)*schedules/N). `auto/N` takes I from JOB_COMPLETION_INDEX (Kubernetes
+        /// Indexed Job) or SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN (Slurm array).
+        /// Write each slice's --summary and combine them with `shardsim merge`.
+        #[arg(long, value_name = "I/N")]
+        slice: Option<SliceSpec>,
+        /// Draw the campaign's figures (SVG) into this folder, with an index.md linking them.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Merge slice summaries written by `fuzz --summary` (same scenario, disjoint seed ranges).
     Merge {
@@ -117,6 +134,9 @@ enum Cmd {
         /// names its own seed. 0 keeps the original seed.
         #[arg(long, value_name = "K", default_value_t = 0)]
         seed_tries: u64,
+        /// No progress bar or progress lines.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Re-check the invariants of a trace file from the file alone.
     CheckTrace {
@@ -147,7 +167,8 @@ fn main() -> ExitCode {
             seed,
             trace,
             context,
-        } => cmd_run(&scenario, seed, trace, context),
+            perfetto,
+        } => cmd_run(&scenario, seed, trace, context, perfetto),
         Cmd::Fuzz {
             scenario,
             schedules,
@@ -158,6 +179,8 @@ fn main() -> ExitCode {
             check_determinism,
             until_failure,
             corpus,
+            slice,
+            report,
         } => cmd_fuzz(
             &scenario,
             schedules,
@@ -170,6 +193,7 @@ fn main() -> ExitCode {
                 until_failure,
             },
             corpus,
+            FuzzOut { slice, report },
         ),
         Cmd::Merge { out, inputs } => cmd_merge(&out, &inputs),
         Cmd::Bench {
@@ -184,7 +208,8 @@ fn main() -> ExitCode {
             out,
             max_runs,
             seed_tries,
-        } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries),
+            quiet,
+        } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries, quiet),
         Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
@@ -202,12 +227,25 @@ fn main() -> ExitCode {
     }
 }
 
-fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> ExitCode {
+fn cmd_run(
+    path: &Path,
+    seed: u64,
+    trace: Option<PathBuf>,
+    context: usize,
+    perfetto: Option<PathBuf>,
+) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let (r, tracer) = campaign::run_seed(&sc, seed, TraceMode::Full);
+    let (r, tracer) = if perfetto.is_some() {
+        // The same run, also recording send times for the flows (the trace is unchanged).
+        shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full)
+            .record_flows()
+            .run()
+    } else {
+        campaign::run_seed(&sc, seed, TraceMode::Full)
+    };
     let s = &r.stats;
     println!("scenario {} seed {seed}: simulated {}", sc.name, r.end);
     println!("behaviour: {}", sc.options.behaviour());
@@ -226,6 +264,29 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
             return ExitCode::from(2);
         }
         println!("trace written to {}", p.display());
+    }
+    if let Some(p) = &perfetto {
+        let meta = [
+            ("scenario", sc.name.clone()),
+            ("scenario_file", path.display().to_string()),
+            ("seed", seed.to_string()),
+            ("behaviour", sc.options.behaviour()),
+            ("trace_hash", format!("{:016x}", r.trace_hash)),
+            ("ts", "simulated microseconds".to_string()),
+        ];
+        let (json, st) = shardsim::perfetto::export(tracer.events(), tracer.flows(), &meta);
+        if let Err(e) = write_atomic(p, json.as_bytes()) {
+            eprintln!("error: {}: cannot write Perfetto trace: {e}", p.display());
+            return ExitCode::from(2);
+        }
+        println!(
+            "perfetto trace written to {} ({} slices, {} message flows, {} instants, {} messages lost in flight); open it in ui.perfetto.dev or chrome://tracing",
+            p.display(),
+            st.slices,
+            st.flows,
+            st.instants,
+            st.lost
+        );
     }
     match &r.violation {
         None => {
@@ -262,6 +323,12 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
     }
 }
 
+/// `fuzz --slice` and `fuzz --report`.
+struct FuzzOut {
+    slice: Option<SliceSpec>,
+    report: Option<PathBuf>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn cmd_fuzz(
     path: &Path,
@@ -272,6 +339,7 @@ fn cmd_fuzz(
     quiet: bool,
     opts: FuzzOptions,
     corpus: Option<PathBuf>,
+    out: FuzzOut,
 ) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
@@ -294,26 +362,50 @@ fn cmd_fuzz(
             return ExitCode::from(2);
         }
     }
+    let slice = match out.slice {
+        None => Slice::WHOLE,
+        Some(spec) => match spec.resolve(&|k| std::env::var(k).ok()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: --slice {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    if out.slice.is_some() && opts.until_failure {
+        eprintln!(
+            "error: --slice and --until-failure do not go together (each slice would stop at its own first failure; the slices would not merge into one campaign)"
+        );
+        return ExitCode::from(2);
+    }
     let jobs = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(schedules)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} schedules  {per_sec}  eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let (slice_start, slice_len) = slice.range(seed_start, schedules);
+    if out.slice.is_some() {
+        println!(
+            "slice {slice} of seeds {seed_start}..{}: seeds {slice_start}..{} ({slice_len} schedules)",
+            seed_start.saturating_add(schedules),
+            slice_start.saturating_add(slice_len)
+        );
+    }
+    let reporter = progress::Reporter::new(
+        format!("fuzz {}", sc.name),
+        slice_len,
+        "schedules",
+        "failures",
+        quiet,
+        opts.until_failure,
     );
     let started = WallClock::now();
-    let progress = |n: u64| bar.set_position(n);
-    let sum = campaign::fuzz_with(&sc, seed_start, schedules, jobs, opts, &progress);
-    bar.finish_and_clear();
+    let observe = |t: campaign::Tick| reporter.tick(t.done, t.failures);
+    let sum = campaign::fuzz_observed(&sc, seed_start, schedules, slice, jobs, opts, &observe);
+    reporter.finish(sum.schedules, sum.failures.len() as u64);
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let ran = sum.schedules;
+    let seed_start = sum.seed_start;
     println!(
         "scenario {}: {} schedules (seeds {}..{}) on {} jobs in {:.1}s: {:.0} schedules/s, {:.2} M events/s",
         sc.name,
@@ -336,7 +428,9 @@ fn cmd_fuzz(
         t.buffer_high_water
     );
     if let Some(k) = opts.check_determinism {
-        let checked = ran.div_ceil(k);
+        // Counted from the campaign's first seed, also in a slice.
+        let base = slice.offset(schedules);
+        let checked = (base + ran).div_ceil(k) - base.div_ceil(k);
         let bad = sum
             .failures
             .iter()
@@ -349,6 +443,26 @@ fn cmd_fuzz(
         if let Err(e) = write_atomic(p, &json) {
             eprintln!("error: {}: cannot write summary: {e}", p.display());
             return ExitCode::from(2);
+        }
+    }
+    if let Some(dir) = &out.report {
+        let input = shardsim::report::ReportInput {
+            scenario: &sc,
+            scenario_path: path,
+            summary: &sum,
+            samples: &reporter.samples(),
+            jobs,
+        };
+        match shardsim::report::write_report(dir, &input) {
+            Ok(w) => println!(
+                "report: {} figures and {}",
+                w.files.len() - 1,
+                dir.join("index.md").display()
+            ),
+            Err(e) => {
+                eprintln!("error: --report {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
         }
     }
     if let Some(c) = &corpus {
@@ -546,6 +660,7 @@ fn cmd_shrink(
     out: Option<PathBuf>,
     max_runs: u64,
     seed_tries: u64,
+    quiet: bool,
 ) -> ExitCode {
     use shardsim::shrink::{self, secs, ShrinkError, ShrinkOptions};
     let sc = match load(path) {
@@ -563,7 +678,17 @@ fn cmd_shrink(
         max_runs,
         seed_tries,
     };
-    let res = match shrink::shrink(&sc, seed, opts) {
+    let reporter = progress::Reporter::new(
+        format!("shrink {} seed {seed}", sc.name),
+        max_runs,
+        "replays",
+        "reductions kept",
+        quiet,
+        true,
+    );
+    let res = shrink::shrink_observed(&sc, seed, opts, &|runs, kept| reporter.tick(runs, kept));
+    reporter.finish(0, 0);
+    let res = match res {
         Ok(r) => r,
         Err(e @ ShrinkError::NoFailure { .. }) => {
             eprintln!("error: {}: {e}", path.display());
