@@ -123,6 +123,21 @@ enum Cmd {
         /// A JSON Lines trace written by `run --trace`.
         trace: PathBuf,
     },
+    /// Explain a failing seed: the causal chains that lead to the violation, as numbered
+    /// steps, with a Mermaid sequence diagram and an SVG timeline of them.
+    Explain {
+        /// A scenario file (TOML, with --seed), or a trace written by `run --trace`.
+        input: PathBuf,
+        /// The failing seed (for a scenario).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the pictures (`<scenario>-seed<N>.md` and `.svg`) into this folder.
+        #[arg(long, default_value = "reports/explain")]
+        pictures: PathBuf,
+        /// Print the story only.
+        #[arg(long)]
+        no_pictures: bool,
+    },
 }
 
 fn load(path: &Path) -> Result<Arc<Scenario>, ExitCode> {
@@ -185,6 +200,12 @@ fn main() -> ExitCode {
             max_runs,
             seed_tries,
         } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries),
+        Cmd::Explain {
+            input,
+            seed,
+            pictures,
+            no_pictures,
+        } => cmd_explain(&input, seed, (!no_pictures).then_some(pictures)),
         Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
@@ -207,7 +228,14 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
         Ok(s) => s,
         Err(c) => return c,
     };
-    let (r, tracer) = campaign::run_seed(&sc, seed, TraceMode::Full);
+    // With --trace, the causal recorder runs beside the trace (its `step` lines are what
+    // `explain TRACE` reads; the trace and its hash are the same without it).
+    let (r, tracer, causal) = if trace.is_some() {
+        shardsim::explain::run_recorded(&sc, seed)
+    } else {
+        let (r, t) = campaign::run_seed(&sc, seed, TraceMode::Full);
+        (r, t, Default::default())
+    };
     let s = &r.stats;
     println!("scenario {} seed {seed}: simulated {}", sc.name, r.end);
     println!("behaviour: {}", sc.options.behaviour());
@@ -217,7 +245,8 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize) -> Ex
     );
     println!("trace hash {:016x}", r.trace_hash);
     if let Some(p) = &trace {
-        if let Err(e) = write_atomic(p, tracer.to_jsonl().as_bytes()) {
+        let text = shardsim::explain::jsonl_with_steps(&tracer, &causal);
+        if let Err(e) = write_atomic(p, text.as_bytes()) {
             eprintln!("error: {}: cannot write trace: {e}", p.display());
             return ExitCode::from(2);
         }
@@ -615,5 +644,79 @@ fn cmd_shrink(
     );
     println!("written to {}", out.display());
     println!("  replay: {}", replay_command(&out, res.seed));
+    ExitCode::SUCCESS
+}
+
+// ---------------------------------------------------------------------------------------------
+// explain (issue 13 items 1-2)
+
+fn cmd_explain(input: &Path, seed: Option<u64>, pictures: Option<PathBuf>) -> ExitCode {
+    let is_scenario = seed.is_some() || input.extension().is_some_and(|e| e == "toml");
+    let (text, name) = if is_scenario {
+        let Some(seed) = seed else {
+            eprintln!(
+                "error: {}: explain a scenario with --seed N",
+                input.display()
+            );
+            return ExitCode::from(2);
+        };
+        let sc = match load(input) {
+            Ok(s) => s,
+            Err(c) => return c,
+        };
+        (
+            shardsim::explain::rerun(&sc, seed),
+            format!("{}-seed{seed}", sc.name),
+        )
+    } else {
+        match std::fs::read_to_string(input) {
+            Ok(t) => (
+                t,
+                input
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "trace".into()),
+            ),
+            Err(e) => {
+                eprintln!("error: {}: cannot read: {e}", input.display());
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let e = match shardsim::explain::explain_text(&text) {
+        Ok(e) => e,
+        Err(shardsim::explain::ExplainError::NoViolation) => {
+            match seed {
+                Some(s) => eprintln!(
+                    "error: {} seed {s}: the run breaks no invariant: nothing to explain (find a failing seed with `shardsim fuzz {} --until-failure`)",
+                    input.display(),
+                    input.display()
+                ),
+                None => eprintln!(
+                    "error: {}: the trace breaks no invariant: nothing to explain",
+                    input.display()
+                ),
+            }
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            eprintln!("error: {}:{err}", input.display());
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", shardsim::explain::story(&e));
+    if let Some(dir) = pictures {
+        for (ext, body) in [
+            ("md", shardsim::explain::draw::mermaid(&e, &name)),
+            ("svg", shardsim::explain::draw::svg(&e, &name)),
+        ] {
+            let p = dir.join(format!("{name}.{ext}"));
+            if let Err(err) = write_atomic(&p, body.as_bytes()) {
+                eprintln!("error: {}: cannot write: {err}", p.display());
+                return ExitCode::from(2);
+            }
+            println!("wrote {}", p.display());
+        }
+    }
     ExitCode::SUCCESS
 }
