@@ -113,6 +113,8 @@ pub enum ExplainError {
     NoViolation,
     /// The trace has no `step` lines (written without the causal facts).
     NoSteps,
+    /// The trace ends (at this line) with neither a violation nor the run's end.
+    Truncated(usize),
 }
 
 impl std::fmt::Display for ExplainError {
@@ -120,6 +122,10 @@ impl std::fmt::Display for ExplainError {
         match self {
             ExplainError::Trace(e) => write!(f, "{e}"),
             ExplainError::NoViolation => write!(f, "the run breaks no invariant: nothing to explain"),
+            ExplainError::Truncated(l) => write!(
+                f,
+                "line {l}: the trace ends without its `run_end` or `violation` line: truncated?"
+            ),
             ExplainError::NoSteps => write!(
                 f,
                 "the trace has no causal `step` lines: write it with `shardsim run --trace`, or explain the scenario and seed"
@@ -472,6 +478,10 @@ fn find_violation(
                     }
                 }
             }
+            // The run's end is no fact of its own when the pending item is named.
+            if lines[idx].ev() == "run_end" && f.lines.len() > 1 {
+                f.lines.retain(|&l| l != idx);
+            }
             f.lines.sort_unstable();
             f.lines.dedup();
             return Ok((v, f));
@@ -820,7 +830,16 @@ fn class(s: &StepInfo, keyed: &BTreeSet<(u32, u32, u64)>) -> String {
 /// Explain the trace `text` (JSON Lines with `step` lines).
 pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     let (steps, lines, checked) = read(text)?;
-    let (violation, facts) = find_violation(&lines, &checked)?;
+    let (violation, facts) = match find_violation(&lines, &checked) {
+        Err(ExplainError::NoViolation)
+            if !lines
+                .last()
+                .is_some_and(|l| matches!(l.ev(), "run_end" | "violation")) =>
+        {
+            return Err(ExplainError::Truncated(text.lines().count()));
+        }
+        x => x?,
+    };
     if steps.is_empty() {
         return Err(ExplainError::NoSteps);
     }

@@ -181,7 +181,32 @@ pub fn svg(e: &Explanation, title: &str) -> String {
         .min()
         .unwrap_or(0);
     let t1 = e.t_end.max(t0 + 1);
-    let x = |t: u64| left + (t.clamp(t0, t1) - t0) as f64 / (t1 - t0) as f64 * width;
+    // The axis spaces the story's moments evenly (piecewise linear in time between them), so
+    // the steps of one millisecond are as readable as the seconds between them.
+    let mut ticks: Vec<u64> = its
+        .iter()
+        .flat_map(|i| {
+            let st = &e.steps[i.step];
+            [Some(st.t), st.cause.map(|c| e.steps[c].t)]
+        })
+        .flatten()
+        .chain(e.ownership.iter().flat_map(|o| [Some(o.2), o.3]).flatten())
+        .chain(e.faults.iter().flat_map(|f| [Some(f.3), f.4]).flatten())
+        .chain([t0, t1])
+        .filter(|t| (t0..=t1).contains(t))
+        .collect();
+    ticks.sort_unstable();
+    ticks.dedup();
+    let span = (ticks.len().max(2) - 1) as f64;
+    let x = |t: u64| {
+        let t = t.clamp(t0, t1);
+        let i = ticks.partition_point(|&k| k <= t).saturating_sub(1);
+        let frac = match ticks.get(i + 1) {
+            Some(&next) if next > ticks[i] => (t - ticks[i]) as f64 / (next - ticks[i]) as f64,
+            _ => 0.0,
+        };
+        left + (i as f64 + frac) / span * width
+    };
     let y = |l: &Lane| {
         let i = lanes.iter().position(|x| x == l).unwrap_or(0);
         top + row * i as f64 + row / 2.0
@@ -320,7 +345,7 @@ pub fn svg(e: &Explanation, title: &str) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="{left}" y="{:.1}">t={} … t={} (the violation)</text>"#,
+        r#"<text x="{left}" y="{:.1}">t={} … t={} (the violation); the axis spaces the story's moments evenly</text>"#,
         height - 12.0,
         crate::time::Instant(t0),
         crate::time::Instant(t1)
