@@ -191,6 +191,20 @@ pub enum Edge {
     Fault,
 }
 
+/// A fault band of the pictures: kind, detail, the node it is on (`None`: the network or
+/// the journal), from and to (µs; `None`: until the end).
+pub type FaultBand = (String, String, Option<u32>, u64, Option<u64>);
+
+/// A shard ownership bar of the pictures: shard, node, from and to (µs; `None`: to the end).
+pub type OwnershipBar = (u32, u32, u64, Option<u64>);
+
+/// What [`read`] returns: the steps, the trace lines, and the checker's events by line.
+type Read = (Vec<StepInfo>, Vec<Line>, Vec<(usize, TraceEvent)>);
+
+/// A lane of program order: node, actor, and the shard and entity of a Shard's or an
+/// entity's lane.
+type LaneKey<'a> = (Option<u32>, &'a str, Option<u32>, Option<u32>);
+
 /// The story of one violation.
 #[derive(Clone, Debug)]
 pub struct Explanation {
@@ -209,15 +223,15 @@ pub struct Explanation {
     /// The focus shards.
     pub shards: BTreeSet<u32>,
     /// Shard ownership (shard, node, from, to µs) over the run, for the pictures.
-    pub ownership: Vec<(u32, u32, u64, Option<u64>)>,
+    pub ownership: Vec<OwnershipBar>,
     /// Faults (kind, detail, node, from, to µs), for the pictures.
-    pub faults: Vec<(String, String, Option<u32>, u64, Option<u64>)>,
+    pub faults: Vec<FaultBand>,
     /// The violation's time (µs).
     pub t_end: u64,
 }
 
 /// Read a trace with `step` lines: the steps, the lines, and the checker's events.
-fn read(text: &str) -> Result<(Vec<StepInfo>, Vec<Line>, Vec<(usize, TraceEvent)>), ExplainError> {
+fn read(text: &str) -> Result<Read, ExplainError> {
     let mut steps: Vec<StepInfo> = Vec::new();
     let mut lines: Vec<Line> = Vec::new();
     let mut checked: Vec<(usize, TraceEvent)> = Vec::new();
@@ -849,8 +863,7 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     let n = last + 1;
     let mut g: DiGraph<usize, Edge> = DiGraph::with_capacity(n, n * 2);
     let idx: Vec<NodeIndex> = (0..n).map(|i| g.add_node(i)).collect();
-    let mut lane_last: BTreeMap<(Option<u32>, &str, Option<u32>, Option<u32>), usize> =
-        BTreeMap::new();
+    let mut lane_last: BTreeMap<LaneKey, usize> = BTreeMap::new();
     let mut last_fault: Option<usize> = None;
     for (i, s) in steps.iter().enumerate().take(n) {
         if let Some(c) = s.cause {
@@ -929,8 +942,7 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     }
     // Lost messages about the focus whose sender is in the slice.
     let mut chosen: BTreeMap<usize, u8> = BTreeMap::new();
-    for i in 0..n {
-        let s = &steps[i];
+    for (i, s) in steps.iter().enumerate().take(n) {
         let in_slice = slice.contains(&i) || chain.contains(&i);
         let lost_focus = s.cut
             && s.shard.is_some_and(|x| facts.shards.contains(&x))
@@ -1104,9 +1116,7 @@ fn story_line(
     } else {
         let mut w = s.what.clone();
         if let Some(sh) = s.shard {
-            if !w.contains('(') && !w.starts_with("write") {
-                w = format!("{w}(shard {sh})");
-            } else if w.starts_with("write") {
+            if !w.contains('(') || w.starts_with("write") {
                 w = format!("{w}(shard {sh})");
             }
         }
@@ -1198,25 +1208,20 @@ fn story_line(
 
 /// Shard ownership bars (from hosting to stop or the node's end) of the focus shards, and the
 /// fault bands, up to `end`.
-#[allow(clippy::type_complexity)]
 fn timelines(
     lines: &[Line],
     shards: &BTreeSet<u32>,
     end: u64,
-) -> (
-    Vec<(u32, u32, u64, Option<u64>)>,
-    Vec<(String, String, Option<u32>, u64, Option<u64>)>,
-) {
-    let mut own: Vec<(u32, u32, u64, Option<u64>)> = Vec::new();
-    let mut faults: Vec<(String, String, Option<u32>, u64, Option<u64>)> = Vec::new();
-    let close =
-        |own: &mut Vec<(u32, u32, u64, Option<u64>)>, sh: Option<u32>, node: u32, t: u64| {
-            for o in own.iter_mut() {
-                if o.3.is_none() && o.1 == node && sh.is_none_or(|s| s == o.0) {
-                    o.3 = Some(t);
-                }
+) -> (Vec<OwnershipBar>, Vec<FaultBand>) {
+    let mut own: Vec<OwnershipBar> = Vec::new();
+    let mut faults: Vec<FaultBand> = Vec::new();
+    let close = |own: &mut Vec<OwnershipBar>, sh: Option<u32>, node: u32, t: u64| {
+        for o in own.iter_mut() {
+            if o.3.is_none() && o.1 == node && sh.is_none_or(|s| s == o.0) {
+                o.3 = Some(t);
             }
-        };
+        }
+    };
     for l in lines {
         if l.t > end {
             break;
@@ -1261,9 +1266,7 @@ fn timelines(
             "fault" => {
                 let kind = l.s("fault").unwrap_or("").to_string();
                 let detail = l.s("detail").unwrap_or("").to_string();
-                let heals = |f: &(String, String, Option<u32>, u64, Option<u64>)| match kind
-                    .as_str()
-                {
+                let heals = |f: &FaultBand| match kind.as_str() {
                     "Heal" => matches!(f.0.as_str(), "Partition" | "Isolate" | "OneWay" | "Bridge"),
                     "JournalAvailable" => f.0.starts_with("Journal"),
                     _ => false,

@@ -237,11 +237,7 @@ pub fn svg(e: &Explanation, title: &str) -> String {
         let x1 = x(to.unwrap_or(t1)).max(x0 + 2.0);
         let (y0, h) = match node {
             Some(n) => {
-                let mine: Vec<f64> = lanes
-                    .iter()
-                    .filter(|l| l.0 == Some(*n))
-                    .map(|l| y(l))
-                    .collect();
+                let mine: Vec<f64> = lanes.iter().filter(|l| l.0 == Some(*n)).map(&y).collect();
                 match (
                     mine.iter().cloned().fold(f64::NAN, f64::min),
                     mine.iter().cloned().fold(f64::NAN, f64::max),
