@@ -889,12 +889,20 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
         }
     }
     // The backward slice of the facts.
-    let fact_steps: BTreeSet<usize> = facts
+    let mut fact_steps: BTreeSet<usize> = facts
         .lines
         .iter()
         .filter_map(|&l| line_step[l])
         .filter(|&s| s < n)
         .collect();
+    // A pending message's fact is where it got stuck: the last step that carried it (a
+    // Shard or a region buffering it), rather than its send.
+    if let Some(key) = facts.pending {
+        if let Some(last) = (0..n).rev().find(|&i| steps[i].user == Some(key)) {
+            fact_steps.retain(|&i| steps[i].actor != "sender");
+            fact_steps.insert(last);
+        }
+    }
     let mut slice: BTreeSet<usize> = BTreeSet::new();
     let rev = Reversed(&g);
     for &fs in &fact_steps {
@@ -921,8 +929,10 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
         if let Some(k) = steps[fs].user {
             keyed.insert(k);
         }
+        // The deliveries of the facts (the drops of a region that gave up are many: only
+        // the one the violation names, the pending one).
         for &l in &steps[fs].events {
-            if matches!(lines[l].ev(), "deliver" | "drop") {
+            if lines[l].ev() == "deliver" && facts.pending.is_none() {
                 if let Some(k) = user_key_of_line(&lines[l]) {
                     keyed.insert(k);
                 }
@@ -963,7 +973,10 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
         {
             p = 4;
         }
-        if chain.contains(&i) && p < 2 && s.actor != "sender" && s.user.is_none() {
+        // A chain runs back through periodic ticks (heartbeats, gossip) to the start: only
+        // the protocol's steps on it count.
+        let ticking = matches!(s.actor.as_str(), "membership" | "replicator" | "sender");
+        if chain.contains(&i) && p < 2 && !ticking && s.user.is_none() {
             p = if s.actor == "journal" { 1 } else { 2 };
         }
         if lost_focus {
@@ -1107,7 +1120,16 @@ fn story_line(
         .find_map(|&l| user_key_of_line(&lines[l]).filter(|k| keyed.contains(k)));
     let what = if let Some((c, en, q)) = s.user.filter(|k| keyed.contains(k)).or(send_key) {
         if s.actor == "sender" {
-            format!("c{c} sends User(c{c}→e{en} seq {q})")
+            let shard = s
+                .events
+                .iter()
+                .find(|&&l| {
+                    lines[l].ev() == "send" && user_key_of_line(&lines[l]) == Some((c, en, q))
+                })
+                .and_then(|&l| lines[l].s("shard"))
+                .map(|x| format!(" for shard {x}"))
+                .unwrap_or_default();
+            format!("c{c} sends User(c{c}→e{en} seq {q}){shard}")
         } else {
             format!("User(c{c}→e{en} seq {q})")
         }
