@@ -453,6 +453,20 @@ fn find_violation(
                     }
                 }
                 (I::Liveness, _) => liveness_facts(&v.detail, lines, &sent, &mut f),
+                (I::JournalSingleWriter, _) => {
+                    // The other writer: the last start of the coordinator the detail names.
+                    if let Some(other) = num_after(&v.detail, "the coordinator on node ") {
+                        if let Some(l) = (0..idx).rev().find(|&l| {
+                            lines[l].ev() == "coordinator_started"
+                                && lines[l].n("node") == Some(other)
+                        }) {
+                            f.lines.push(l);
+                        }
+                    }
+                    if let Some(s) = num_after(&v.detail, "shard: ShardId(") {
+                        f.shards.insert(s as u32);
+                    }
+                }
                 (I::GracefulLeaveLoss | I::GracefulShutdownTimeout | I::MessageLost, _) => {
                     // The message lost, named by the detail or the first dropped at the
                     // violation's step: its path, and its shard as the focus.
@@ -757,18 +771,23 @@ fn priority(s: &StepInfo, lines: &[Line], facts: &BTreeSet<usize>, i: usize, f: 
     let focus_entity = s.entity.is_some_and(|x| f.entities.contains(&x));
     let focus_shard = s.shard.is_some_and(|x| f.shards.contains(&x));
     let milestone = s.events.iter().any(|&e| {
-        matches!(
-            lines[e].ev(),
-            "fault"
-                | "node_down"
-                | "node_up"
-                | "graceful_leave"
-                | "coordinator_started"
-                | "coordinator_stopped"
-                | "region_stopped"
-                | "liveness_phase"
-                | "shard_failed"
-        )
+        let cluster = lines[e].s("event").unwrap_or("");
+        (lines[e].ev() == "cluster"
+            && (cluster.starts_with("DowningDecision")
+                || cluster.ends_with("status: Down }")
+                || cluster.starts_with("Unreachable")))
+            || matches!(
+                lines[e].ev(),
+                "fault"
+                    | "node_down"
+                    | "node_up"
+                    | "graceful_leave"
+                    | "coordinator_started"
+                    | "coordinator_stopped"
+                    | "region_stopped"
+                    | "liveness_phase"
+                    | "shard_failed"
+            )
     });
     if s.what == "node starts and joins" && s.t == 0 {
         return 2;
@@ -999,7 +1018,10 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     for (&i, &p) in &chosen {
         let c = class(&steps[i], &keyed);
         if let Some(e) = entries.last_mut() {
-            if e.class == c && p < 5 && e.prio < 5 {
+            // Milestones stay lines of their own, except faults injected together.
+            let foldable =
+                (p < 4 && e.prio < 4) || (p == 4 && e.prio == 4 && c.starts_with("faults|"));
+            if e.class == c && foldable {
                 e.steps.push(i);
                 e.prio = e.prio.max(p);
                 continue;
