@@ -228,6 +228,9 @@ pub struct Explanation {
     pub faults: Vec<FaultBand>,
     /// The violation's time (µs).
     pub t_end: u64,
+    /// The first effect of each shown step (`hosts shard 0`, `FAULT OneWay 1 -> 0`), for the
+    /// pictures' labels.
+    pub effects: BTreeMap<usize, String>,
 }
 
 /// Read a trace with `step` lines: the steps, the lines, and the checker's events.
@@ -1064,6 +1067,7 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     let mut out: Vec<String> = Vec::new();
     let _ = violation_header(&mut out, &violation, n, slice.len());
     let mut shown = Vec::new();
+    let mut effects = BTreeMap::new();
     let mut num = 0usize;
     let mut elided = 0usize;
     for (j, e) in entries.iter().enumerate() {
@@ -1078,6 +1082,14 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
         num += 1;
         for &s in &e.steps {
             shown.push((s, num));
+        }
+        if let Some(x) = steps[e.steps[0]]
+            .events
+            .iter()
+            .filter(|&&l| !matches!(lines[l].ev(), "send" | "deliver" | "drop" | "cluster"))
+            .find_map(|&l| effect(&lines[l]))
+        {
+            effects.insert(e.steps[0], x);
         }
         let mut l = story_line(num, &steps, &lines, e, &keyed);
         if e.prio == 5 {
@@ -1104,6 +1116,7 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
         shards: facts.shards,
         ownership,
         faults,
+        effects,
     })
 }
 

@@ -68,6 +68,14 @@ fn items(e: &Explanation) -> Vec<Item> {
         if s.user.is_some() || s.what == "user message" {
             label = "user traffic".into();
         }
+        if let Some(x) = e.effects.get(&i) {
+            let x: String = x.chars().take(60).collect();
+            label = if s.actor == "faults" {
+                x
+            } else {
+                format!("{label}: {x}")
+            };
+        }
         out.push(Item {
             num,
             step: i,
@@ -116,7 +124,8 @@ pub fn mermaid(e: &Explanation, title: &str) -> String {
         } else {
             String::new()
         };
-        let text = mermaid_text(&format!("{}. {}{times}", it.num, it.label));
+        let lost = if it.lost { " LOST" } else { "" };
+        let text = mermaid_text(&format!("{}. {}{times}{lost}", it.num, it.label));
         if it.to.1 == "faults" {
             let _ = writeln!(s, "    Note over {first},{last}: {text}");
             continue;
