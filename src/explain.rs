@@ -1040,27 +1040,19 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     // elided run.
     let budget = MAX_LINES - 3;
     let mut keep = vec![true; entries.len()];
-    let count = |keep: &[bool]| {
-        let mut c = 0;
-        let mut gap = false;
-        for &k in keep {
-            if k {
-                c += 1;
-                gap = false;
-            } else if !gap {
-                c += 1;
-                gap = true;
-            }
-        }
-        c
-    };
+    // Lines now: one per kept entry and one per run of elided ones (kept up to date as
+    // entries go, so fitting is linear in the entries).
+    let mut count = entries.len();
     'fit: for level in 0..5u8 {
         for j in 0..entries.len() {
-            if count(&keep) <= budget {
+            if count <= budget {
                 break 'fit;
             }
             if keep[j] && entries[j].prio <= level {
                 keep[j] = false;
+                let prev_gap = j > 0 && !keep[j - 1];
+                let next_gap = j + 1 < keep.len() && !keep[j + 1];
+                count -= usize::from(prev_gap) + usize::from(next_gap);
             }
         }
     }
