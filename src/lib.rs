@@ -20,6 +20,7 @@ pub mod bare;
 pub mod campaign;
 pub mod check;
 pub mod ddata;
+pub mod explain;
 pub mod fault;
 pub mod gen;
 pub mod ids;

@@ -7,6 +7,7 @@
 //! drives the workload ([`workload`]), injects faults ([`faults`]), and feeds every fact to the
 //! checker and the trace.
 
+pub mod causal;
 pub mod faults;
 pub mod journal;
 pub mod net;
@@ -233,6 +234,8 @@ pub struct World {
     violation: Option<Violation>,
     /// The node whose outputs are being applied.
     cur: NodeAddr,
+    /// The causal recorder (`shardsim explain`); `None` unless asked for.
+    causal: Option<Box<causal::CausalLog>>,
 }
 
 impl World {
@@ -314,6 +317,7 @@ impl World {
                 node: NodeId(0),
                 inc: NodeInc(0),
             },
+            causal: None,
             sc,
         };
         // What the checker checks, first: a trace file is re-checked from itself.
@@ -370,9 +374,28 @@ impl World {
         w
     }
 
+    /// Record the run's causal steps beside its trace ([`causal::CausalLog`]; nothing in the
+    /// trace changes). Call before [`World::run_recorded`].
+    pub fn with_causal(mut self) -> Self {
+        self.causal = Some(Box::new(causal::CausalLog::new()));
+        self
+    }
+
     /// Run until the end of the schedule or the first violation.
-    pub fn run(mut self) -> (RunResult, Tracer) {
-        while let Some((t, ev)) = self.queue.pop() {
+    pub fn run(self) -> (RunResult, Tracer) {
+        let (r, t, _) = self.run_recorded();
+        (r, t)
+    }
+
+    /// [`World::run`], also returning the causal log when [`World::with_causal`] asked for it.
+    pub fn run_recorded(mut self) -> (RunResult, Tracer, Option<causal::CausalLog>) {
+        loop {
+            let next = if self.causal.is_some() {
+                self.queue.pop_seq()
+            } else {
+                self.queue.pop().map(|(t, ev)| (t, 0, ev))
+            };
+            let Some((t, seq, ev)) = next else { break };
             if t > self.end.0 {
                 // Past the end: back in the queue, so the end-of-run accounting sees it.
                 self.queue.push(t, ev);
@@ -380,7 +403,7 @@ impl World {
             }
             self.now = Instant(t);
             self.stats.events += 1;
-            self.apply(ev);
+            self.apply(ev, seq);
             if self.violation.is_some() {
                 break;
             }
@@ -429,7 +452,7 @@ impl World {
             end: self.now,
             trace_hash: self.tracer.hash(),
         };
-        (result, self.tracer)
+        (result, self.tracer, self.causal.map(|c| *c))
     }
 
     /// Also record when each protocol message was sent, for `run --perfetto` (the trace and
@@ -505,6 +528,17 @@ impl World {
     #[inline(always)]
     fn push(&mut self, t: Instant, ev: Ev) {
         self.queue.push_inlined(t.0, ev);
+        if let Some(c) = self.causal.as_deref_mut() {
+            c.pushed(self.queue.last_seq());
+        }
+    }
+
+    /// The causal recorder's note that `ev` (queue sequence `seq`) is applied now.
+    fn causal_begin(&mut self, seq: u64, ev: &Ev) {
+        if let Some(mut c) = self.causal.take() {
+            c.begin(self, seq, ev, self.tracer.events().len());
+            self.causal = Some(c);
+        }
     }
 
     /// Feed an event to the checker and the tracer.
@@ -555,10 +589,11 @@ impl World {
     }
 
     #[inline]
-    fn apply(&mut self, ev: Ev) {
+    fn apply(&mut self, ev: Ev, seq: u64) {
         if self.deferred_total == 0 && self.paused_max <= self.now.0 {
             // No process is paused and none holds deferred events: the common case, decided
             // without looking at the event.
+            self.causal_begin(seq, &ev);
             self.apply_now(ev);
             return;
         }
@@ -568,6 +603,9 @@ impl World {
                 // A paused process handles nothing; its events wait, in arrival order.
                 s.deferred.push_back(ev);
                 self.deferred_total += 1;
+                if let Some(c) = self.causal.as_deref_mut() {
+                    c.defer(node.0, seq);
+                }
                 return;
             }
             if !s.deferred.is_empty() {
@@ -575,10 +613,13 @@ impl World {
                 let deferred = std::mem::take(&mut s.deferred);
                 self.deferred_total -= deferred.len();
                 for e in deferred {
+                    let seq = self.causal.as_deref_mut().map_or(0, |c| c.undefer(node.0));
+                    self.causal_begin(seq, &e);
                     self.apply_now(e);
                 }
             }
         }
+        self.causal_begin(seq, &ev);
         self.apply_now(ev);
     }
 
@@ -999,6 +1040,9 @@ impl World {
                 },
             ),
             None => {
+                if let Some(c) = self.causal.as_deref_mut() {
+                    c.lost_msg(self.now.0, from, to, &msg);
+                }
                 if let Msg::User(env) = msg {
                     self.drop_msg(from.node, env, DropReason::Network);
                 }
@@ -1219,6 +1263,8 @@ impl NodeHost for World {
                             epoch,
                         },
                     );
+                } else if let Some(c) = self.causal.as_deref_mut() {
+                    c.lost_write(self.now.0, node, &event);
                 }
             }
             NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),

@@ -365,3 +365,101 @@ fn cli_bad_slices_exit_2() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--until-failure"), "{err}");
 }
+
+#[test]
+fn explain_tells_a_failing_seed_and_a_trace_and_refuses_bad_input() {
+    let dir = std::env::temp_dir().join(format!("shardsim-cli-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pics = dir.join("pics");
+    let rel = "sim-scenarios/hazards/stale-host-shard-resend.toml";
+    let (code, out, err) = shardsim(&[
+        "explain",
+        rel,
+        "--seed",
+        "0",
+        "--pictures",
+        pics.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("at-most-one at t=16.804737s"), "{out}");
+    assert!(out.contains("ResendShardHost(shard 0)"), "{out}");
+    for ext in ["md", "svg"] {
+        let p = pics.join(format!("stale-host-shard-resend-seed0.{ext}"));
+        assert!(p.exists(), "{out}");
+    }
+    // The same story from a trace that `run --trace` wrote.
+    let trace = dir.join("t.jsonl");
+    let (code, _, err) = shardsim(&[
+        "run",
+        rel,
+        "--seed",
+        "0",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out2, err) = shardsim(&["explain", trace.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 0, "{err}");
+    let story = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("wrote "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(story(&out), story(&out2));
+    // A seed that does not fail: said so, exit 2.
+    let (code, _, err) = shardsim(&[
+        "explain",
+        "sim-scenarios/hazards/stale-host-shard-resend-fixed.toml",
+        "--seed",
+        "0",
+        "--no-pictures",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("seed 0: the run breaks no invariant"), "{err}");
+    // A truncated trace (cut in the middle of a line), and a garbled one: exit 2 naming the line.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let cut = text[..text.len() / 2].rfind('\n').unwrap() + 10;
+    let truncated = dir.join("truncated.jsonl");
+    std::fs::write(&truncated, &text[..cut]).unwrap();
+    let line = text[..cut].lines().count();
+    let (code, _, err) = shardsim(&["explain", truncated.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!("truncated.jsonl:line {line}")),
+        "{err}"
+    );
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[6] = "{\"t\":5,\"ev\":\"step\",\"step\":\"six\",\"actor\":\"region\",\"what\":\"x\"}";
+    let garbled = dir.join("garbled.jsonl");
+    std::fs::write(&garbled, lines.join("\n")).unwrap();
+    let (code, _, err) = shardsim(&["explain", garbled.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("garbled.jsonl:line 7: field `step`"), "{err}");
+    // Cut at a line's end: no `run_end`, so truncated.
+    let cut = text[..text.len() / 2].rfind('\n').unwrap() + 1;
+    std::fs::write(&truncated, &text[..cut]).unwrap();
+    let (code, _, err) = shardsim(&["explain", truncated.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    let line = text[..cut].lines().count();
+    assert!(
+        err.contains(&format!(
+            "truncated.jsonl:line {line}: the trace ends without"
+        )),
+        "{err}"
+    );
+    // A trace without step lines.
+    let plain = dir.join("plain.jsonl");
+    let no_steps: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"ev\":\"step\"") && !l.contains("\"ev\":\"lost\""))
+        .collect();
+    std::fs::write(&plain, no_steps.join("\n")).unwrap();
+    let (code, _, err) = shardsim(&["explain", plain.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no causal `step` lines"), "{err}");
+    // A scenario without --seed.
+    let (code, _, err) = shardsim(&["explain", rel, "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--seed"), "{err}");
+}

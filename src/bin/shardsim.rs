@@ -143,6 +143,21 @@ enum Cmd {
         /// A JSON Lines trace written by `run --trace`.
         trace: PathBuf,
     },
+    /// Explain a failing seed: the causal chains that lead to the violation, as numbered
+    /// steps, with a Mermaid sequence diagram and an SVG timeline of them.
+    Explain {
+        /// A scenario file (TOML, with --seed), or a trace written by `run --trace`.
+        input: PathBuf,
+        /// The failing seed (for a scenario).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the pictures (`<scenario>-seed<N>.md` and `.svg`) into this folder.
+        #[arg(long, default_value = "reports/explain")]
+        pictures: PathBuf,
+        /// Print the story only.
+        #[arg(long)]
+        no_pictures: bool,
+    },
 }
 
 fn load(path: &Path) -> Result<Arc<Scenario>, ExitCode> {
@@ -210,6 +225,12 @@ fn main() -> ExitCode {
             seed_tries,
             quiet,
         } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries, quiet),
+        Cmd::Explain {
+            input,
+            seed,
+            pictures,
+            no_pictures,
+        } => cmd_explain(&input, seed, (!no_pictures).then_some(pictures)),
         Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
@@ -238,13 +259,19 @@ fn cmd_run(
         Ok(s) => s,
         Err(c) => return c,
     };
-    let (r, tracer) = if perfetto.is_some() {
-        // The same run, also recording send times for the flows (the trace is unchanged).
-        shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full)
-            .record_flows()
-            .run()
-    } else {
-        campaign::run_seed(&sc, seed, TraceMode::Full)
+    // With --trace, the causal recorder runs beside the trace (its `step` lines are what
+    // `explain TRACE` reads); with --perfetto, the run also records send times for the flows.
+    // The trace and its hash are the same without either.
+    let (r, tracer, causal) = {
+        let mut w = shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full);
+        if trace.is_some() {
+            w = w.with_causal();
+        }
+        if perfetto.is_some() {
+            w = w.record_flows();
+        }
+        let (r, t, c) = w.run_recorded();
+        (r, t, c.unwrap_or_default())
     };
     let s = &r.stats;
     println!("scenario {} seed {seed}: simulated {}", sc.name, r.end);
@@ -259,7 +286,8 @@ fn cmd_run(
     );
     println!("trace hash {:016x}", r.trace_hash);
     if let Some(p) = &trace {
-        if let Err(e) = write_atomic(p, tracer.to_jsonl().as_bytes()) {
+        let text = shardsim::explain::jsonl_with_steps(&tracer, &causal);
+        if let Err(e) = write_atomic(p, text.as_bytes()) {
             eprintln!("error: {}: cannot write trace: {e}", p.display());
             return ExitCode::from(2);
         }
@@ -764,5 +792,79 @@ fn cmd_shrink(
     );
     println!("written to {}", out.display());
     println!("  replay: {}", replay_command(&out, res.seed));
+    ExitCode::SUCCESS
+}
+
+// ---------------------------------------------------------------------------------------------
+// explain (issue 13 items 1-2)
+
+fn cmd_explain(input: &Path, seed: Option<u64>, pictures: Option<PathBuf>) -> ExitCode {
+    let is_scenario = seed.is_some() || input.extension().is_some_and(|e| e == "toml");
+    let (text, name) = if is_scenario {
+        let Some(seed) = seed else {
+            eprintln!(
+                "error: {}: explain a scenario with --seed N",
+                input.display()
+            );
+            return ExitCode::from(2);
+        };
+        let sc = match load(input) {
+            Ok(s) => s,
+            Err(c) => return c,
+        };
+        (
+            shardsim::explain::rerun(&sc, seed),
+            format!("{}-seed{seed}", sc.name),
+        )
+    } else {
+        match std::fs::read_to_string(input) {
+            Ok(t) => (
+                t,
+                input
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "trace".into()),
+            ),
+            Err(e) => {
+                eprintln!("error: {}: cannot read: {e}", input.display());
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let e = match shardsim::explain::explain_text(&text) {
+        Ok(e) => e,
+        Err(shardsim::explain::ExplainError::NoViolation) => {
+            match seed {
+                Some(s) => eprintln!(
+                    "error: {} seed {s}: the run breaks no invariant: nothing to explain (find a failing seed with `shardsim fuzz {} --until-failure`)",
+                    input.display(),
+                    input.display()
+                ),
+                None => eprintln!(
+                    "error: {}: the trace breaks no invariant: nothing to explain",
+                    input.display()
+                ),
+            }
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            eprintln!("error: {}:{err}", input.display());
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", shardsim::explain::story(&e));
+    if let Some(dir) = pictures {
+        for (ext, body) in [
+            ("md", shardsim::explain::draw::mermaid(&e, &name)),
+            ("svg", shardsim::explain::draw::svg(&e, &name)),
+        ] {
+            let p = dir.join(format!("{name}.{ext}"));
+            if let Err(err) = write_atomic(&p, body.as_bytes()) {
+                eprintln!("error: {}: cannot write: {err}", p.display());
+                return ExitCode::from(2);
+            }
+            println!("wrote {}", p.display());
+        }
+    }
     ExitCode::SUCCESS
 }
