@@ -414,6 +414,7 @@ fn load_timeout_stops_the_shard_and_the_region_restarts_it_after_the_backoff() {
     assert_eq!(
         fire(&mut t, ret(1, 0)),
         vec![
+            obs(Observation::ShardLoadFailed(shard(1))),
             obs(Observation::ShardUnhosted(shard(1))),
             O::Cancel(ret(1, 0)),
             O::Set(Timer::RestartShard(shard(1)), ms(SHARD_FAILURE_BACKOFF_MS)),

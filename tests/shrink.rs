@@ -221,8 +221,14 @@ fn shrink_a_liveness_failure() {
     );
     assert!(res.after.end_ms < res.before.end_ms, "{:?}", res.after);
     assert!(res.scenario.liveness.enabled);
+    // The stranded buffer: its shard has no home, or (message conservation, issue 17) a
+    // message sent before the liveness window is still in the region's buffer at the end.
     assert!(
-        res.failure.detail.contains("has no home"),
+        res.failure.detail.contains("has no home")
+            || res
+                .failure
+                .detail
+                .contains("is still in the region's buffer"),
         "{}",
         res.failure.detail
     );
