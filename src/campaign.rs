@@ -177,7 +177,21 @@ struct Chunk {
     failures: Vec<Failure>,
 }
 
-type Runner<'a> = &'a (dyn Fn(&Arc<Scenario>, u64, TraceMode) -> RunResult + Sync);
+/// How one seed runs (the own world's [`run_seed`], or another host's).
+pub type Runner<'a> = &'a (dyn Fn(&Arc<Scenario>, u64, TraceMode) -> RunResult + Sync);
+
+/// [`fuzz_with`] with each seed run by `run` (another host, e.g. the madsim host).
+pub fn fuzz_with_runner(
+    sc: &Arc<Scenario>,
+    seed_start: u64,
+    schedules: u64,
+    jobs: usize,
+    opts: FuzzOptions,
+    progress: Progress<'_>,
+    run: Runner<'_>,
+) -> Summary {
+    fuzz_impl(sc, seed_start, schedules, jobs, opts, progress, run)
+}
 
 /// One seed: its counters and failures (a violation, and a determinism failure if asked).
 fn one_seed(
@@ -347,6 +361,15 @@ pub fn replay_command(scenario_path: &Path, seed: u64) -> String {
         "cargo run --release -- run {} --seed {seed} --trace shardsim-{seed}.jsonl",
         scenario_path.display()
     )
+}
+
+/// [`replay_command`] on a host other than the own world (`--host madsim`).
+pub fn replay_command_on(scenario_path: &Path, seed: u64, host: &str) -> String {
+    let own = replay_command(scenario_path, seed);
+    if host == "own" {
+        return own;
+    }
+    own.replacen(" -- run ", &format!(" -- run --host {host} "), 1)
 }
 
 /// The exact command that shrinks one failing seed of a scenario file to a minimal scenario.
