@@ -329,7 +329,10 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize, host:
                 println!("outcome: {} (expected by the scenario)", v.invariant);
                 ExitCode::SUCCESS
             } else {
-                println!("shrink: {}", campaign::shrink_command(path, seed));
+                // The shrinker replays on the own world only.
+                if host == Host::Own {
+                    println!("shrink: {}", campaign::shrink_command(path, seed));
+                }
                 println!("outcome: {} (UNEXPECTED)", v.invariant);
                 ExitCode::from(1)
             }
@@ -496,7 +499,9 @@ fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome, host: Ho
         f.detail,
         campaign::replay_command_on(path, f.seed, host.name())
     );
-    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation {
+    // The shrinker replays on the own world only.
+    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation && host == Host::Own
+    {
         println!("  shrink: {}", campaign::shrink_command(path, f.seed));
     }
 }

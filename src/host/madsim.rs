@@ -99,15 +99,22 @@ enum Wire {
     },
 }
 
-/// The user message a local input carries, if any.
-fn user_message(i: &NodeInput) -> Option<Envelope> {
+/// A node's local event: an input, or a message it sent to itself (checked on arrival as a
+/// message from another node is: the addressed incarnation must be running).
+enum LocalEv {
+    Input(NodeInput),
+    Wire(Wire),
+}
+
+/// The user message a local event carries, if any.
+fn user_message(i: &LocalEv) -> Option<Envelope> {
     match i {
-        NodeInput::Local(m) => m.user_message(),
-        NodeInput::Deliver {
+        LocalEv::Input(NodeInput::Local(m)) => m.user_message(),
+        LocalEv::Input(NodeInput::Request(env)) => Some(*env),
+        LocalEv::Wire(Wire::Deliver {
             msg: Msg::User(env),
             ..
-        }
-        | NodeInput::Request(env) => Some(*env),
+        }) => Some(*env),
         _ => None,
     }
 }
@@ -148,7 +155,7 @@ struct Slot {
     hosting: bool,
     app_version: u32,
     /// The node's local events (timers, messages between its actors), by (time µs, seq).
-    local: BTreeMap<(u64, u64), NodeInput>,
+    local: BTreeMap<(u64, u64), LocalEv>,
     /// Wakes the main task when an earlier local event is queued.
     wake: Arc<Notify>,
     /// Paused until (µs).
@@ -284,6 +291,11 @@ impl Shared {
 
     /// Queue a local event of the current node at `at`.
     fn local(&mut self, node: NodeId, at: Instant, input: NodeInput) {
+        self.local_ev(node, at, LocalEv::Input(input));
+    }
+
+    /// Queue a local event of `node` at `at`.
+    fn local_ev(&mut self, node: NodeId, at: Instant, input: LocalEv) {
         self.seq += 1;
         let s = &mut self.slots[node.0 as usize];
         let earliest = s.local.keys().next().map(|k| k.0);
@@ -397,7 +409,13 @@ impl Shared {
         if a == b {
             // On the same node: no network, as in the own world.
             let at = self.now();
-            self.local_deliver(sh, from, to, msg, at);
+            let w = Wire::Deliver {
+                id: 0,
+                from,
+                to,
+                msg,
+            };
+            self.local_ev(to.node, at, LocalEv::Wire(w));
             return;
         }
         if !self.running(to.node, to.inc) {
@@ -416,19 +434,6 @@ impl Shared {
             _ => 0,
         };
         self.send_wire(sh, a, b, Wire::Deliver { id, from, to, msg });
-    }
-
-    /// A same-node sharding message: delivered at `at` through the node's local queue.
-    fn local_deliver(&mut self, _sh: &Sh, from: Addr, to: Addr, msg: Msg, at: Instant) {
-        self.local(
-            to.node,
-            at,
-            NodeInput::Deliver {
-                from,
-                role: to.role,
-                msg,
-            },
-        );
     }
 
     /// A sharding message reached `to`'s node (as the own world's `on_deliver`).
@@ -843,7 +848,8 @@ impl NodeHost for Host<'_> {
                 let b = to.node.0 as usize;
                 if b < w.n() {
                     if b == idx {
-                        w.local(node, now, NodeInput::Repl { from: me, msg });
+                        let r = Wire::Repl { from: me, to, msg };
+                        w.local_ev(node, now, LocalEv::Wire(r));
                     } else {
                         w.send_wire(sh, idx, b, Wire::Repl { from: me, to, msg });
                     }
@@ -1166,16 +1172,19 @@ async fn node_main(sh: Sh, me: usize) {
                     break;
                 };
                 let input = match input {
-                    NodeInput::Timer {
-                        timer: NodeTimer::JoinCheck,
-                        ..
-                    } => w.join_check(node),
-                    NodeInput::Deliver { from, role, msg } => {
-                        let to = Addr { node, inc, role };
-                        w.on_deliver(&sh, from, to, msg);
+                    LocalEv::Wire(wire) => {
+                        let p = Packet {
+                            held: false,
+                            w: wire,
+                        };
+                        w.on_wire(&sh, me, p);
                         continue;
                     }
-                    i => i,
+                    LocalEv::Input(NodeInput::Timer {
+                        timer: NodeTimer::JoinCheck,
+                        ..
+                    }) => w.join_check(node),
+                    LocalEv::Input(i) => i,
                 };
                 w.handle(&sh, node, input);
             }
