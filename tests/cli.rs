@@ -61,7 +61,10 @@ fn a_setting_the_madsim_host_cannot_express_names_file_line_and_field() {
         let (code, _, err) = shardsim(args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(&format!("{file}:6")), "{args:?}: {err}");
-        assert!(err.contains("`network.slow-probability`"), "{args:?}: {err}");
+        assert!(
+            err.contains("`network.slow-probability`"),
+            "{args:?}: {err}"
+        );
     }
     let (code, out, err) = shardsim(&["run", file, "--seed", "1"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -75,12 +78,21 @@ fn a_setting_the_madsim_host_cannot_express_names_file_line_and_field() {
 fn madsim_failures_replay_on_madsim() {
     let file = "sim-scenarios/hazards/passivation-never-stops.toml";
     let (code, out, _) = shardsim(&[
-        "fuzz", "--host", "madsim", file, "--schedules", "200", "--until-failure", "--quiet",
+        "fuzz",
+        "--host",
+        "madsim",
+        file,
+        "--schedules",
+        "200",
+        "--until-failure",
+        "--quiet",
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("expected liveness seed"), "{out}");
     assert!(
-        out.contains("-- run --host madsim sim-scenarios/hazards/passivation-never-stops.toml --seed"),
+        out.contains(
+            "-- run --host madsim sim-scenarios/hazards/passivation-never-stops.toml --seed"
+        ),
         "{out}"
     );
 }

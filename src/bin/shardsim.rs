@@ -500,8 +500,7 @@ fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome, host: Ho
         campaign::replay_command_on(path, f.seed, host.name())
     );
     // The shrinker replays on the own world only.
-    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation && host == Host::Own
-    {
+    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation && host == Host::Own {
         println!("  shrink: {}", campaign::shrink_command(path, f.seed));
     }
 }

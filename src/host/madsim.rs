@@ -57,8 +57,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
-/// The port every endpoint listens on.
-const PORT: u16 = 1;
+/// The port every node and the journal listen on: the top one, as madsim hands out ephemeral
+/// ports (the senders' endpoints) from 1 upwards.
+const PORT: u16 = u16::MAX;
 
 /// A message on a channel between two madsim nodes.
 enum Wire {
@@ -323,9 +324,9 @@ impl Shared {
             return;
         }
         link.flushing = true;
-        let (id, inc) = (self.slots[from].id, self.slots[from].inc);
+        let id = self.slots[from].id;
         if let Some(h) = Handle::current().get_node(id) {
-            h.spawn(flusher(sh.clone(), from, inc, to));
+            h.spawn(flusher(sh.clone(), from, to));
         }
     }
 
@@ -1054,7 +1055,7 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
         {
             let mut w = lock(&sh);
             let n = w.n();
-            if w.frozen || !w.running(NodeId(from as u32), inc) {
+            if w.frozen || w.slots[from].inc != inc {
                 return;
             }
             if to < n && !w.slots[to].up {
@@ -1074,7 +1075,7 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
             Ok((tx, rx)) => {
                 let journal = {
                     let mut w = lock(&sh);
-                    if w.frozen || !w.running(NodeId(from as u32), inc) {
+                    if w.frozen || w.slots[from].inc != inc {
                         return;
                     }
                     let n = w.n();
@@ -1107,11 +1108,13 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
 /// hands its receiver one payload per millisecond at most (every madsim sleep lasts 1 ms or
 /// more), so one payload per message would cap a pair at 1,000 messages/s and queue bursts
 /// for tens of milliseconds. A message waits 1 ms at most for its batch.
-async fn flusher(sh: Sh, from: usize, inc: NodeInc, to: usize) {
+async fn flusher(sh: Sh, from: usize, to: usize) {
     loop {
         {
             let mut w = lock(&sh);
-            if w.frozen || !w.running(NodeId(from as u32), inc) || !w.flush(&sh, from, to) {
+            // A node that shut down (left, was downed) still sends what it emitted before;
+            // a killed node's flusher is gone with it (and `kill` dropped what waited).
+            if w.frozen || !w.flush(&sh, from, to) {
                 return;
             }
         }
@@ -1141,17 +1144,16 @@ async fn acceptor(sh: Sh, me: usize, ep: Endpoint) {
 
 /// One node incarnation's main task: start it, then run its local events in madsim time.
 async fn node_main(sh: Sh, me: usize) {
-    let ip = lock(&sh).slots[me].ip;
+    let (ip, inc, wake) = {
+        let w = lock(&sh);
+        let s = &w.slots[me];
+        (s.ip, s.inc, s.wake.clone())
+    };
     let ep = match Endpoint::bind(SocketAddr::new(ip, PORT)).await {
         Ok(ep) => ep,
         Err(_) => return,
     };
     madsim::task::spawn(acceptor(sh.clone(), me, ep));
-    let (inc, wake) = {
-        let mut w = lock(&sh);
-        w.on_join(&sh, NodeId(me as u32));
-        (w.slots[me].inc, w.slots[me].wake.clone())
-    };
     let node = NodeId(me as u32);
     loop {
         let next = {
@@ -1214,6 +1216,13 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                     continue;
                 };
                 for m in *batch {
+                    if m.held {
+                        // Sent while the journal was unreachable: Akka's journal plugin fails
+                        // the write (call-timeout, circuit breaker) and persistence never
+                        // retries it, so it is not applied when madsim's channel delivers it
+                        // after the heal.
+                        continue;
+                    }
                     let m = Box::new(m.w);
                     // A write takes the journal's write latency (after the network's), in order.
                     let extra = match &*m {
@@ -1314,8 +1323,13 @@ fn start_node(sh: &Sh, w: &mut Shared, node: NodeId) {
     let h = Handle::current();
     let id = w.slots[idx].id;
     // Reset what the last incarnation left (sockets, tasks), then run the new one.
-    w.kill(node);
-    h.restart(id);
+    if w.slots[idx].inc != NodeInc(0) {
+        w.kill(node);
+        h.restart(id);
+    }
+    // The incarnation starts now, in the script's order (the first to join is the oldest);
+    // its tasks then listen and run its local events.
+    w.on_join(sh, node);
     if let Some(nh) = h.get_node(id) {
         nh.spawn(node_main(sh.clone(), idx));
     }
