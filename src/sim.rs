@@ -1040,7 +1040,7 @@ pub fn observation_event(
             region,
         }),
         Observation::ShardAllocated { shard, region } => {
-            traced.then(|| TraceEvent::ShardAllocated {
+            traced.then_some(TraceEvent::ShardAllocated {
                 shard,
                 node: region.node,
             })

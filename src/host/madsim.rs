@@ -462,7 +462,7 @@ impl Shared {
                 from: from.node,
                 to: to.node,
                 actor: to.role,
-                msg: msg.clone(),
+                msg,
             });
         }
         self.handle(
@@ -1163,10 +1163,7 @@ async fn node_main(sh: Sh, me: usize) {
             }
             // Everything due, in (time, sequence) order.
             let now = w.now();
-            loop {
-                let Some((&(t, s), _)) = w.slots[me].local.first_key_value() else {
-                    break;
-                };
+            while let Some((&(t, s), _)) = w.slots[me].local.first_key_value() {
                 if t > now.0 || w.frozen || !w.running(node, inc) {
                     break;
                 }
