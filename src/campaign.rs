@@ -9,6 +9,7 @@
 use crate::check::Violation;
 use crate::scenario::{Outcome, Scenario};
 use crate::sim::{RunResult, Stats, World};
+pub use crate::slice::Slice;
 use crate::trace::{TraceMode, Tracer};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -106,7 +107,7 @@ pub struct Summary {
     pub seed_start: u64,
     /// Number of schedules.
     pub schedules: u64,
-    /// Counters summed over every schedule.
+    /// Counters summed over every schedule (the buffer high-water mark: their maximum).
     pub totals: Stats,
     /// Schedules per invariant broken (seed order).
     pub failures: Vec<Failure>,
@@ -116,6 +117,19 @@ pub struct Summary {
 
 /// Progress callback: called with the number of schedules done so far.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// What a campaign reports as it goes ([`fuzz_observed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Schedules done so far.
+    pub done: u64,
+    /// Failures found so far (of every kind; with `until_failure` also some past the lowest
+    /// failing seed, which the summary leaves out).
+    pub failures: u64,
+}
+
+/// Observer of a campaign's progress: called from the worker threads after each chunk.
+pub type Observer<'a> = &'a (dyn Fn(Tick) + Sync);
 
 /// Options of [`fuzz_with`]. The default is a plain campaign, as [`fuzz`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,14 +170,65 @@ pub fn fuzz_with(
     opts: FuzzOptions,
     progress: Progress<'_>,
 ) -> Summary {
-    fuzz_impl(
+    fuzz_observed(
         sc,
         seed_start,
         schedules,
+        Slice::WHOLE,
         jobs,
         opts,
-        progress,
+        &|t: Tick| progress(t.done),
+    )
+}
+
+/// Run `slice` of the campaign of `schedules` seeds from `seed_start` (the whole campaign with
+/// [`Slice::WHOLE`]; the split is [`Slice::range`]) on `jobs` threads, with options, telling
+/// `observe` how far it got. The summary covers the slice's seeds only; `check_determinism`
+/// still counts from the campaign's `seed_start`, so the merge of all slices' summaries equals
+/// the whole campaign's.
+pub fn fuzz_observed(
+    sc: &Arc<Scenario>,
+    seed_start: u64,
+    schedules: u64,
+    slice: Slice,
+    jobs: usize,
+    opts: FuzzOptions,
+    observe: Observer<'_>,
+) -> Summary {
+    fuzz_observed_on(
+        sc,
+        seed_start,
+        schedules,
+        slice,
+        jobs,
+        opts,
+        observe,
         &|sc, seed, mode| run_seed(sc, seed, mode).0,
+    )
+}
+
+/// [`fuzz_observed`] with each seed run by `run` (another host, e.g. the madsim host).
+#[allow(clippy::too_many_arguments)]
+pub fn fuzz_observed_on(
+    sc: &Arc<Scenario>,
+    seed_start: u64,
+    schedules: u64,
+    slice: Slice,
+    jobs: usize,
+    opts: FuzzOptions,
+    observe: Observer<'_>,
+    run: Runner<'_>,
+) -> Summary {
+    let (start, len) = slice.range(seed_start, schedules);
+    fuzz_impl(
+        sc,
+        start,
+        len,
+        slice.offset(schedules),
+        jobs,
+        opts,
+        observe,
+        run,
     )
 }
 
@@ -190,7 +255,16 @@ pub fn fuzz_with_runner(
     progress: Progress<'_>,
     run: Runner<'_>,
 ) -> Summary {
-    fuzz_impl(sc, seed_start, schedules, jobs, opts, progress, run)
+    fuzz_observed_on(
+        sc,
+        seed_start,
+        schedules,
+        Slice::WHOLE,
+        jobs,
+        opts,
+        &|t: Tick| progress(t.done),
+        run,
+    )
 }
 
 /// One seed: its counters and failures (a violation, and a determinism failure if asked).
@@ -236,13 +310,17 @@ fn one_seed(
     a.stats
 }
 
+/// `check_base`: the offset of `seed_start` from the campaign's first seed (a slice's), from
+/// which determinism checks count.
+#[allow(clippy::too_many_arguments)]
 fn fuzz_impl(
     sc: &Arc<Scenario>,
     seed_start: u64,
     schedules: u64,
+    check_base: u64,
     jobs: usize,
     opts: FuzzOptions,
-    progress: Progress<'_>,
+    observe: Observer<'_>,
     run: Runner<'_>,
 ) -> Summary {
     let every = opts.check_determinism.map(|k| k.max(1));
@@ -250,6 +328,7 @@ fn fuzz_impl(
     let chunk: u64 = if opts.until_failure { 16 } else { 64 };
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
+    let failing = AtomicU64::new(0);
     // Offset of the lowest failing seed found so far (until-failure only).
     let first_fail = AtomicU64::new(u64::MAX);
     let results: Mutex<Vec<Chunk>> = Mutex::new(Vec::new());
@@ -276,7 +355,7 @@ fn fuzz_impl(
                             break;
                         }
                         let seed = seed_start.wrapping_add(k);
-                        let check = every.is_some_and(|e| k % e == 0);
+                        let check = every.is_some_and(|e| check_base.wrapping_add(k) % e == 0);
                         let before = c.failures.len();
                         let st = one_seed(sc, seed, check, run, &mut c.failures);
                         add(&mut c.stats, &st);
@@ -286,7 +365,11 @@ fn fuzz_impl(
                             break;
                         }
                     }
-                    progress(done.fetch_add(c.ran, Ordering::Relaxed) + c.ran);
+                    let found = c.failures.len() as u64;
+                    observe(Tick {
+                        done: done.fetch_add(c.ran, Ordering::Relaxed) + c.ran,
+                        failures: failing.fetch_add(found, Ordering::Relaxed) + found,
+                    });
                     mine.push(c);
                 }
                 results
@@ -339,6 +422,7 @@ pub fn add(acc: &mut Stats, s: &Stats) {
     acc.entity_starts += s.entity_starts;
     acc.faults += s.faults;
     acc.coordinator_starts += s.coordinator_starts;
+    acc.buffer_high_water = acc.buffer_high_water.max(s.buffer_high_water);
 }
 
 impl Summary {
@@ -352,6 +436,93 @@ impl Summary {
     /// One past the last seed.
     pub fn seed_end(&self) -> u64 {
         self.seed_start.saturating_add(self.schedules)
+    }
+}
+
+/// The z of the two-sided 99.9 % normal quantile: a campaign's rate is "far" outside its band
+/// when the band lies outside the rate's 99.9 % Wilson score interval.
+pub const RATE_Z: f64 = 3.290_526_731;
+
+/// A campaign's expected-violation rate against the band its scenario declares
+/// (`[expect] rate = [low, high]`, issue 17 item 5).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateCheck {
+    /// Schedules that broke the expected invariant.
+    pub found: u64,
+    /// Schedules run.
+    pub schedules: u64,
+    /// The declared band.
+    pub band: (f64, f64),
+    /// The 99.9 % Wilson score interval of `found / schedules`.
+    pub interval: (f64, f64),
+}
+
+impl RateCheck {
+    /// The measured rate.
+    pub fn rate(&self) -> f64 {
+        if self.schedules == 0 {
+            0.0
+        } else {
+            self.found as f64 / self.schedules as f64
+        }
+    }
+
+    /// Whether the rate is consistent with the band: the interval and the band meet. A
+    /// campaign of a few schedules has a wide interval and is not failed by noise; one of
+    /// thousands fails when the rate is clearly outside the band.
+    pub fn ok(&self) -> bool {
+        self.interval.1 >= self.band.0 && self.interval.0 <= self.band.1
+    }
+
+    /// One line for a person: rate, schedules, interval and band.
+    pub fn describe(&self) -> String {
+        format!(
+            "rate {:.3} ({} of {} schedules; 99.9 % interval [{:.3}, {:.3}]) against the declared band [{}, {}]",
+            self.rate(),
+            self.found,
+            self.schedules,
+            self.interval.0,
+            self.interval.1,
+            self.band.0,
+            self.band.1
+        )
+    }
+}
+
+/// The Wilson score interval of `found` successes in `n` trials at normal quantile `z`
+/// (`[0, 1]` for no trial). Unlike the normal approximation it stays within [0, 1] and is
+/// sound at rates near 0 or 1.
+pub fn wilson_interval(found: u64, n: u64, z: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let n = n as f64;
+    let p = (found as f64 / n).min(1.0);
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    // Exactly 0 (1) when nothing (everything) failed, as the formula gives without rounding.
+    let lo = if found == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let hi = if found as f64 >= n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (lo, hi)
+}
+
+/// Check `found` expected failures in `schedules` against `band`.
+pub fn rate_check(found: u64, schedules: u64, band: (f64, f64)) -> RateCheck {
+    RateCheck {
+        found,
+        schedules,
+        band,
+        interval: wilson_interval(found, schedules, RATE_Z),
     }
 }
 
@@ -763,6 +934,37 @@ mod tests {
     }
 
     #[test]
+    fn rate_bands_fail_only_far_outside() {
+        // Wilson: 160 of 1,000 at z = 3.29 is about [0.126, 0.201].
+        let (lo, hi) = wilson_interval(160, 1000, RATE_Z);
+        assert!(
+            (0.12..0.13).contains(&lo) && (0.19..0.21).contains(&hi),
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson_interval(0, 0, RATE_Z), (0.0, 1.0));
+        let (lo, hi) = wilson_interval(0, 50, RATE_Z);
+        assert!(lo == 0.0 && hi > 0.1 && hi < 0.25, "{hi}");
+        assert!(wilson_interval(50, 50, RATE_Z).1 == 1.0);
+        let band = (0.08, 0.25);
+        // The reorder hazard's ~16 %: in band at any campaign size.
+        assert!(rate_check(320, 2000, band).ok());
+        assert!(rate_check(2, 10, band).ok());
+        // A broken variant at 90 %: caught from a few dozen schedules on.
+        assert!(!rate_check(900, 1000, band).ok());
+        assert!(!rate_check(27, 30, band).ok());
+        // ... but 3 of 5 is noise.
+        assert!(rate_check(3, 5, band).ok());
+        // Too rare is as wrong as too frequent.
+        assert!(!rate_check(20, 2000, band).ok());
+        let d = rate_check(900, 1000, band).describe();
+        assert!(
+            d.starts_with("rate 0.900 (900 of 1000 schedules; 99.9 % interval [0.86"),
+            "{d}"
+        );
+        assert!(d.ends_with("against the declared band [0.08, 0.25]"), "{d}");
+    }
+
+    #[test]
     fn a_nondeterministic_run_is_a_determinism_failure() {
         let sc = scenario("sim-scenarios/one-node.toml");
         let calls = AtomicU64::new(0);
@@ -778,7 +980,7 @@ mod tests {
             check_determinism: Some(2),
             until_failure: false,
         };
-        let sum = fuzz_impl(&sc, 0, 4, 1, opts, &|_| {}, &flaky);
+        let sum = fuzz_impl(&sc, 0, 4, 0, 1, opts, &|_| {}, &flaky);
         assert_eq!(sum.schedules, 4);
         assert_eq!(sum.failures.len(), 1, "{:?}", sum.failures);
         let f = &sum.failures[0];
@@ -798,7 +1000,7 @@ mod tests {
             }
             r
         };
-        assert!(fuzz_impl(&sc, 0, 4, 1, opts, &|_| {}, &flaky3)
+        assert!(fuzz_impl(&sc, 0, 4, 0, 1, opts, &|_| {}, &flaky3)
             .failures
             .is_empty());
         // until-failure stops at a determinism failure too.
@@ -806,7 +1008,7 @@ mod tests {
             check_determinism: Some(1),
             until_failure: true,
         };
-        let sum = fuzz_impl(&sc, 0, 10, 2, opts, &|_| {}, &flaky);
+        let sum = fuzz_impl(&sc, 0, 10, 0, 2, opts, &|_| {}, &flaky);
         assert_eq!((sum.schedules, sum.failures.len()), (3, 1));
     }
 

@@ -7,12 +7,20 @@
 //! - [`oracles`]: journal-single-writer, allocation-to-downed;
 //! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`];
 //! - [`graceful`]: graceful-leave-loss, for drops on a graceful leave;
-//! - here: message-lost, at [`TraceEvent::RunEnd`]: every message sent was delivered, dropped
-//!   with a named reason, or is still on its way.
+//! - [`coordinators`]: one-coordinator, when a coordinator starts;
+//! - [`hosting`]: hosting-ack, when an acknowledged shard's Shard stops;
+//! - [`conservation`]: message-lost, at [`TraceEvent::RunEnd`]: every message sent was
+//!   delivered, dropped with a named reason, or is still on its way ([`TraceEvent::Pending`]),
+//!   each once; with a liveness phase, none sent before the window closed is still pending.
+//! - [`quiescence`]: rebalance-quiescence, at every rebalance round;
 
+mod conservation;
+mod coordinators;
 mod graceful;
+mod hosting;
 mod liveness;
 mod oracles;
+mod quiescence;
 mod safety;
 
 use crate::ids::{EntityId, NodeId, SenderId, ShardId};
@@ -60,6 +68,17 @@ pub enum Invariant {
     /// messages left, or a message was addressed to it after it stopped), with no crash,
     /// down, cut or journal fault to explain it (issue 12 item 6; `check/graceful.rs`).
     GracefulLeaveLoss,
+    /// Two coordinators ran at once on nodes that could reach each other over the network,
+    /// outside the windows Akka documents (take-over after removal, hand-over on a leave;
+    /// `check/coordinators.rs`).
+    OneCoordinator,
+    /// A region that acknowledged a shard with `ShardStarted` stopped hosting it without a
+    /// `HandOff`, while it and its node stayed up (`check/hosting.rs`).
+    HostingAck,
+    /// A calm cluster (no membership, region or allocation change, every member Up on one app
+    /// version) kept rebalancing: a rebalance round did not lower Σ shards² over the regions,
+    /// as every round of Akka's algorithms does (§10.3, §10.4; `check/quiescence.rs`).
+    RebalanceQuiescence,
 }
 
 impl Invariant {
@@ -78,6 +97,9 @@ impl Invariant {
             Invariant::ShardIllegalState => "shard-illegal-state",
             Invariant::GracefulShutdownTimeout => "graceful-shutdown-timeout",
             Invariant::GracefulLeaveLoss => "graceful-leave-loss",
+            Invariant::OneCoordinator => "one-coordinator",
+            Invariant::HostingAck => "hosting-ack",
+            Invariant::RebalanceQuiescence => "rebalance-quiescence",
         }
     }
 }
@@ -109,15 +131,18 @@ impl fmt::Display for Violation {
 /// journal-single-writer and liveness are off.
 #[derive(Debug, Default)]
 pub struct Checker {
-    /// User messages sent, delivered (by an entity) and dropped with a reason, for the
-    /// message-lost rule at [`TraceEvent::RunEnd`].
+    /// User messages sent and delivered (by an entity), for the message-lost rule at
+    /// [`TraceEvent::RunEnd`] (drops are counted by reason in `conservation`).
     sent: u64,
     delivered: u64,
-    dropped: u64,
     safety: safety::Safety,
+    conservation: conservation::Conservation,
+    one_coordinator: coordinators::OneCoordinator,
+    hosting: hosting::HostingAck,
     oracles: oracles::Oracles,
     liveness: liveness::Liveness,
     graceful: graceful::Graceful,
+    quiescence: quiescence::Quiescence,
     /// shard → the entities its remember-entities store holds, from the store's writes
     /// ([`TraceEvent::StoreWrite`]): for remembered-entity liveness at the end.
     remembered: std::collections::BTreeMap<ShardId, std::collections::BTreeSet<EntityId>>,
@@ -135,6 +160,16 @@ impl Checker {
 
     /// Apply one event; the first violation is returned.
     pub fn on_event(&mut self, t: Instant, ev: &TraceEvent) -> Option<Violation> {
+        if self.hosting.waiting() {
+            let until = match ev {
+                TraceEvent::RunEnd { .. } => None,
+                _ => Some(t),
+            };
+            if let Some(v) = self.hosting.judge(until) {
+                return Some(v);
+            }
+        }
+        self.hosting.on_event(t, ev);
         match ev {
             TraceEvent::CheckConfig {
                 single_writer,
@@ -143,6 +178,7 @@ impl Checker {
             } => {
                 self.oracles.single_writer = *single_writer;
                 self.liveness.on = *liveness;
+                self.conservation.liveness = *liveness;
                 self.liveness.handoff_timeout_us = handoff_timeout_ms.saturating_mul(1000);
                 None
             }
@@ -163,8 +199,35 @@ impl Checker {
                 node,
                 incarnation,
             } => self.on_deliver(t, *sender, *entity, *seq, *node, *incarnation),
-            TraceEvent::Drop { .. } => {
-                self.dropped += 1;
+            TraceEvent::Drop {
+                sender,
+                entity,
+                seq,
+                reason,
+                ..
+            } => {
+                self.conservation
+                    .on_drop(&self.safety, (*sender, *entity, *seq), *reason);
+                self.safety
+                    .on_event(t, ev)
+                    .or_else(|| self.oracles.on_event(t, ev))
+                    .or_else(|| self.liveness.on_event(t, ev))
+                    .or_else(|| self.graceful.on_event(t, ev))
+            }
+            TraceEvent::Pending {
+                sender,
+                entity,
+                seq,
+                node,
+                place,
+            } => {
+                self.conservation
+                    .on_pending(&self.safety, (*sender, *entity, *seq), *node, *place);
+                None
+            }
+            TraceEvent::LivenessPhase { to, .. } => {
+                self.conservation.on_liveness_phase(*to);
+                self.one_coordinator.on_event(t, ev);
                 self.safety
                     .on_event(t, ev)
                     .or_else(|| self.oracles.on_event(t, ev))
@@ -172,29 +235,19 @@ impl Checker {
                     .or_else(|| self.graceful.on_event(t, ev))
             }
             TraceEvent::RunEnd { in_flight } => {
-                let accounted = self.delivered + self.dropped + in_flight;
-                if accounted != self.sent {
-                    return Some(Violation {
-                        invariant: Invariant::MessageLost,
-                        t,
-                        detail: format!(
-                            "{} messages sent; {} delivered, {} dropped with a reason, {} still on their way: {} {}",
-                            self.sent,
-                            self.delivered,
-                            self.dropped,
-                            in_flight,
-                            self.sent.abs_diff(accounted),
-                            if accounted < self.sent {
-                                "vanished without a reason"
-                            } else {
-                                "accounted twice"
-                            }
-                        ),
-                    });
+                if let Some(v) = self.conservation.balance(
+                    t,
+                    &self.safety,
+                    self.sent,
+                    self.delivered,
+                    *in_flight,
+                ) {
+                    return Some(v);
                 }
                 self.graceful
                     .on_event(t, ev)
                     .or_else(|| self.liveness.on_event(t, ev))
+                    .or_else(|| self.conservation.stuck(t))
                     .or_else(|| self.remembered_entities_run(t))
             }
             TraceEvent::RememberConfig { slack_ms } => {
@@ -249,7 +302,9 @@ impl Checker {
                 .on_event(t, ev)
                 .or_else(|| self.oracles.on_event(t, ev))
                 .or_else(|| self.liveness.on_event(t, ev))
-                .or_else(|| self.graceful.on_event(t, ev)),
+                .or_else(|| self.graceful.on_event(t, ev))
+                .or_else(|| self.one_coordinator.on_event(t, ev))
+                .or_else(|| self.quiescence.on_event(t, ev)),
         }
     }
 
@@ -266,6 +321,7 @@ impl Checker {
     ) {
         self.sent += 1;
         self.safety.on_send(sender, entity, seq);
+        self.conservation.on_send(t, sender, entity, seq);
         self.liveness.on_send(t, sender, entity, seq, shard);
     }
 
@@ -609,6 +665,55 @@ pub fn parse_trace_line(
             incarnation: num32("incarnation")?,
             settle_ms: num("settle_ms")?,
         },
+        "pending" => {
+            TraceEvent::Pending {
+                sender: sender("sender")?,
+                entity: entity("entity")?,
+                seq: num("seq")?,
+                node: node("node")?,
+                place: {
+                    let p = text("place")?;
+                    crate::trace::Place::from_name(&p).ok_or_else(|| {
+                    err(
+                        "place",
+                        format!("`{p}` is not network, local, deferred, region_buffer or shard_buffer"),
+                    )
+                })?
+                },
+            }
+        }
+        "shard_load_failed" => TraceEvent::ShardLoadFailed {
+            node: node("node")?,
+            shard: shard("shard")?,
+        },
+        "region_restarted" => TraceEvent::RegionRestarted {
+            node: node("node")?,
+        },
+        // The protocol messages the hosting-ack rule reads; the others are not checked.
+        "msg" => {
+            use crate::protocol::{Msg, Role};
+            let actor = match text("actor")?.as_str() {
+                "coordinator" => Role::Coordinator,
+                "region" => Role::Region,
+                "singleton" => Role::SingletonManager,
+                a => return Err(err("actor", format!("`{a}` is not an actor"))),
+            };
+            let msg = match text("msg")?.as_str() {
+                "ShardStarted" => Msg::ShardStarted {
+                    shard: shard("shard")?,
+                },
+                "HandOff" => Msg::HandOff {
+                    shard: shard("shard")?,
+                },
+                _ => return Ok(None),
+            };
+            TraceEvent::Msg {
+                from: node("from")?,
+                to: node("to")?,
+                actor,
+                msg,
+            }
+        }
         "run_end" => TraceEvent::RunEnd {
             in_flight: num("in_flight")?,
         },
@@ -913,6 +1018,30 @@ mod tests {
                 node: NodeId(2),
                 incarnation: 7,
                 settle_ms: 12_000,
+            },
+            TraceEvent::Pending {
+                sender: SenderId(2),
+                entity: EntityId(3),
+                seq: 5,
+                node: NodeId(1),
+                place: crate::trace::Place::ShardBuffer,
+            },
+            TraceEvent::ShardLoadFailed {
+                node: NodeId(1),
+                shard: ShardId(5),
+            },
+            TraceEvent::RegionRestarted { node: NodeId(1) },
+            TraceEvent::Msg {
+                from: NodeId(1),
+                to: NodeId(0),
+                actor: crate::protocol::Role::Coordinator,
+                msg: crate::protocol::Msg::ShardStarted { shard: ShardId(5) },
+            },
+            TraceEvent::Msg {
+                from: NodeId(0),
+                to: NodeId(1),
+                actor: crate::protocol::Role::Region,
+                msg: crate::protocol::Msg::HandOff { shard: ShardId(5) },
             },
             TraceEvent::RunEnd { in_flight: 3 },
         ];

@@ -24,7 +24,7 @@ use crate::membership::{MInput, MMsg, MOutput, MTimer, Membership, MembershipCon
 use crate::protocol::allocation::LeastShardAllocationStrategy;
 use crate::protocol::coordinator::{Coordinator, StateReadResult, StateWriteResult};
 use crate::protocol::region::{Region, RegionConfig};
-use crate::protocol::settings::{RememberStore, StateStoreMode};
+use crate::protocol::settings::{Mutation, RememberStore, StateStoreMode};
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Input, Local,
     LocalDelay, Member, MemberStatus, Msg, Observation, Outbox, Output, Role, RoleBreach,
@@ -391,6 +391,8 @@ pub struct Node {
     hand_over_from: Option<NodeAddr>,
     hand_over_done: BTreeSet<NodeAddr>,
     region: Option<Region>,
+    /// The buffer high-water mark of this node's region after it stopped.
+    stopped_region_high_water: usize,
     coordinator: Option<Coordinator>,
     /// Counts coordinator instances on this node; journal acknowledgements carry it.
     coord_gen: u32,
@@ -440,6 +442,7 @@ impl Node {
                 hosting,
                 cfg.region.clone(),
             )),
+            stopped_region_high_water: 0,
             coordinator: None,
             coord_gen: 0,
             coord_backoff_until: 0,
@@ -482,6 +485,14 @@ impl Node {
     /// The region, while it runs.
     pub fn region(&self) -> Option<&Region> {
         self.region.as_ref()
+    }
+
+    /// The most messages this node's region buffered at once (also after it stopped).
+    pub fn buffer_high_water(&self) -> usize {
+        self.region
+            .as_ref()
+            .map_or(0, Region::buffered_high_water)
+            .max(self.stopped_region_high_water)
     }
 
     /// The coordinator, while it runs here.
@@ -849,6 +860,7 @@ impl Node {
                         }
                     }
                     Role::Region => {
+                        self.stopped_region_high_water = self.buffer_high_water();
                         let region = self.region.take();
                         out.output(NodeOutput::RegionStopped { reason });
                         self.local_region_terminated(now, region, out);
@@ -1192,8 +1204,15 @@ impl Node {
         let by_version = self.cfg.region.options.singleton_prefers_newest_app_version;
         // (Its `OldestChangedBuffer` holds members from `MemberUp` on: a Joining one is not
         // ahead.)
+        // Mutation `singleton-reversed-age-order`: the node with the highest id in its view
+        // orders by age backwards.
+        let reversed = self.cfg.region.options.mutation
+            == crate::protocol::settings::Mutation::SingletonReversedAgeOrder
+            && self.view.iter().map(|m| m.node).max() == Some(node);
         let ahead = |m: &Member| {
-            if by_version && m.app_version != me.app_version {
+            if reversed {
+                m.up_number > me.up_number
+            } else if by_version && m.app_version != me.app_version {
                 m.app_version > me.app_version && m.status != MemberStatus::Joining
             } else {
                 m.up_number < me.up_number
@@ -1277,6 +1296,8 @@ impl Node {
         ));
         strategy.prefers_newest_app_version =
             !self.cfg.region.options.rebalance_during_rolling_update;
+        strategy.optimal_rounds_down =
+            self.cfg.region.options.mutation == Mutation::NewAllocationRoundsDown;
         if settings.state_store_mode == StateStoreMode::Ddata {
             // DDataShardCoordinator: starts at once and reads its state from the replicator.
             let mut o = std::mem::take(&mut self.out);
@@ -1525,6 +1546,7 @@ impl Node {
             }
         }
         self.stopped = true;
+        self.stopped_region_high_water = self.buffer_high_water();
         self.region = None;
         self.stores = None;
         self.coordinator = None;

@@ -408,6 +408,9 @@ pub enum Observation {
         /// The event.
         event: CoordinatorEvent,
     },
+    /// A Shard stopped itself while loading its remembered entities (§6.1: the store stopped
+    /// or the load timed out); the region starts it again after shard-failure-backoff.
+    ShardLoadFailed(ShardId),
 }
 
 /// Why a Shard threw.

@@ -25,6 +25,8 @@ pub enum Stream {
     SwarmEntities = 5,
     /// The swarm's draw of a rolling restart's order and timing (`rolling-restart`).
     SwarmRolling = 6,
+    /// The workload's entity choice while its key space grows (`workload.key-space-growth-ms`).
+    WorkloadGrowth = 7,
 }
 
 impl Rng {

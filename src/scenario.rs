@@ -160,7 +160,7 @@ pub struct SwarmSpec {
     /// At most this many faults of each enabled kind per schedule.
     pub max_per_kind: u32,
     /// Longest pause, ms (keep below the downing provider's stable-after + margin, or pauses
-    /// become the documented zombie hazard).
+    /// become the documented zombie hazard, hazards/long-pause-zombie.toml).
     pub max_pause_ms: u64,
     /// Longest time a crashed node stays down before it restarts, ms.
     pub max_down_ms: u64,
@@ -329,6 +329,12 @@ pub struct WorkloadSpec {
     /// application bug in the Shard's plug-ins): the Shard restarts in place, killing its
     /// entities (remembered ones are loaded and started again).
     pub shard_failure_probability: f64,
+    /// The key space grows over `[from, to]` ms (`[0, 0]`: off, every entity from the
+    /// start): until `from` each sender addresses only the first entity of its population (the
+    /// whole population, or its focus set), then a share growing linearly to all of it at
+    /// `to`. New entities, and new shards, are first addressed all along, e.g. during a journal
+    /// outage. Drawn from a stream of its own, so scenarios without it keep their traces.
+    pub key_space_growth_ms: [u64; 2],
 }
 
 impl Default for WorkloadSpec {
@@ -344,6 +350,7 @@ impl Default for WorkloadSpec {
             self_stop_probability: 0.0,
             crash_probability: 0.0,
             shard_failure_probability: 0.0,
+            key_space_growth_ms: [0, 0],
         }
     }
 }
@@ -417,6 +424,22 @@ pub use crate::check::Invariant as Outcome;
 pub struct ExpectSpec {
     /// `none`, or the invariant expected to break in at least one seed of a campaign.
     pub outcome: Outcome,
+    /// `rate = [low, high]`: the share of a campaign's schedules expected to break `outcome`
+    /// (issue 17 item 5). `fuzz` fails when the measured rate is far outside the band: when
+    /// the band and the 99.9 % Wilson score interval of the measured rate do not meet
+    /// ([`crate::campaign::rate_check`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Vec<f64>>,
+}
+
+impl ExpectSpec {
+    /// The declared band `[low, high]`, if any (validated: 0 <= low <= high <= 1).
+    pub fn rate_band(&self) -> Option<(f64, f64)> {
+        match self.rate.as_deref() {
+            Some(&[lo, hi]) => Some((lo, hi)),
+            _ => None,
+        }
+    }
 }
 
 /// A scenario file that could not be loaded.
@@ -556,6 +579,13 @@ impl Scenario {
                 "must be in [0, 1]".into(),
             );
         }
+        let [a, b] = self.workload.key_space_growth_ms;
+        if a > b {
+            return err(
+                "workload.key-space-growth-ms",
+                format!("need from <= to, got [{a}, {b}]"),
+            );
+        }
         let st = &self.settings;
         // Akka schedules the remember stores' timeouts and the ddata coordinator's reads and
         // writes (§3.3) with these; zero would fire before any replica could answer.
@@ -654,6 +684,22 @@ impl Scenario {
                 "liveness.quiet-ms",
                 "must be shorter than run.duration-ms".into(),
             );
+        }
+        if let Some(band) = &self.expect.rate {
+            if self.expect.outcome == Outcome::None {
+                return err(
+                    "expect.rate",
+                    "a rate needs an expected outcome: with outcome \"none\" no schedule may fail"
+                        .into(),
+                );
+            }
+            let ok = matches!(band.as_slice(), &[lo, hi] if (0.0..=hi).contains(&lo) && hi <= 1.0);
+            if !ok {
+                return err(
+                    "expect.rate",
+                    format!("need a band [low, high] with 0 <= low <= high <= 1, got {band:?}"),
+                );
+            }
         }
         let n = self.cluster.nodes;
         for (i, f) in self.faults.iter().enumerate() {
@@ -1062,6 +1108,41 @@ mod tests {
             6,
             "the 3 nodes",
         );
+    }
+
+    #[test]
+    fn a_rate_band_is_checked() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 2\n[expect]\n";
+        let s = parse(&format!("{base}outcome = \"liveness\"\nrate = [0, 0.5]\n")).unwrap();
+        assert_eq!(s.expect.rate_band(), Some((0.0, 0.5)));
+        assert_eq!(parse(base).unwrap().expect.rate_band(), None);
+        // It survives the shrinker's writer.
+        let back = parse(&s.to_toml().unwrap()).unwrap();
+        assert_eq!(back.expect.rate_band(), Some((0.0, 0.5)));
+        for (t, line, text) in [
+            ("outcome = \"liveness\"\nrate = [0.5]\n", 6, "need a band"),
+            (
+                "outcome = \"liveness\"\nrate = [0.2, 1.5]\n",
+                6,
+                "need a band",
+            ),
+            (
+                "outcome = \"liveness\"\nrate = [0.3, 0.2]\n",
+                6,
+                "need a band",
+            ),
+            (
+                "outcome = \"liveness\"\nrate = [nan, 0.2]\n",
+                6,
+                "need a band",
+            ),
+            ("rate = [0.1, 0.2]\n", 5, "needs an expected outcome"),
+        ] {
+            let e = parse(&format!("{base}{t}")).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("expect.rate"), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.message.contains(text), "{e}");
+        }
     }
 
     #[test]

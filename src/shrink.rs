@@ -237,6 +237,17 @@ pub fn shrunk_name(original: &str, seed: u64) -> String {
 
 /// Shrink `seed` of `sc`. Fails if the seed does not fail.
 pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, ShrinkError> {
+    shrink_observed(sc, seed, opts, &|_, _| {})
+}
+
+/// [`shrink`], calling `progress(replays so far, reductions kept so far)` after every replay
+/// (the command line's progress bar).
+pub fn shrink_observed(
+    sc: &Scenario,
+    seed: u64,
+    opts: ShrinkOptions,
+    progress: &dyn Fn(u64, u64),
+) -> Result<Shrunk, ShrinkError> {
     if opts.max_runs < 2 {
         return Err(ShrinkError::Budget);
     }
@@ -265,7 +276,10 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
         best_sends: sends,
         rejected: BTreeSet::new(),
         steps: Vec::new(),
+        kept: 0,
+        progress,
     };
+    progress(r.runs, 0);
     loop {
         let start = r.best.clone();
         r.pass_end();
@@ -283,6 +297,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
     let mut scenario = r.best;
     scenario.name = shrunk_name(&sc.name, seed);
     scenario.expect.outcome = original.invariant;
+    scenario.expect.rate = None; // the original's failure rate says nothing of this schedule
     let after = Shape::of(&scenario, r.best_fail.t_us, r.best_sends);
     Ok(Shrunk {
         scenario,
@@ -297,7 +312,7 @@ pub fn shrink(sc: &Scenario, seed: u64, opts: ShrinkOptions) -> Result<Shrunk, S
     })
 }
 
-struct Reducer {
+struct Reducer<'a> {
     /// The seed of the current best (it moves only with seed freedom).
     seed: u64,
     seed_tries: u64,
@@ -312,9 +327,12 @@ struct Reducer {
     /// Candidates already run that did not fail as wanted (JSON): never run twice.
     rejected: BTreeSet<String>,
     steps: Vec<String>,
+    /// Candidates kept so far (for progress).
+    kept: u64,
+    progress: &'a dyn Fn(u64, u64),
 }
 
-impl Reducer {
+impl Reducer<'_> {
     /// Replay `cand`; keep it as the best if it fails with the target invariant, with the
     /// current seed or (seed freedom) one of the next `seed_tries`.
     fn accept(&mut self, cand: Scenario) -> bool {
@@ -336,7 +354,11 @@ impl Reducer {
             }
             self.runs += 1;
             let seed = self.seed.wrapping_add(i);
-            match replay(&cand, seed) {
+            let outcome = replay(&cand, seed);
+            let kept = matches!(&outcome.0, Some(f) if f.invariant == self.target);
+            self.kept += u64::from(kept);
+            (self.progress)(self.runs, self.kept);
+            match outcome {
                 (Some(f), _, sends) if f.invariant == self.target => {
                     self.best = cand;
                     self.best_fail = f;

@@ -7,6 +7,7 @@
 //! drives the workload ([`workload`]), injects faults ([`faults`]), and feeds every fact to the
 //! checker and the trace.
 
+pub mod causal;
 pub mod faults;
 pub mod journal;
 pub mod net;
@@ -30,7 +31,7 @@ use crate::protocol::{
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
 use crate::time::{Duration, Instant};
-use crate::trace::{TraceEvent, TraceMode, Tracer};
+use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
 use journal::Journal;
 use net::Net;
 use queue::EventQueue;
@@ -63,6 +64,10 @@ pub struct Stats {
     /// Coordinators started (initial start, fail-overs and restarts).
     #[serde(default)]
     pub coordinator_starts: u64,
+    /// The buffer high-water mark: the most messages any region buffered at once (the
+    /// maximum over schedules in a campaign, not a sum).
+    #[serde(default)]
+    pub buffer_high_water: u64,
 }
 
 /// The result of one schedule.
@@ -294,6 +299,8 @@ pub struct World {
     violation: Option<Violation>,
     /// The node whose outputs are being applied.
     cur: NodeAddr,
+    /// The causal recorder (`shardsim explain`); `None` unless asked for.
+    causal: Option<Box<causal::CausalLog>>,
 }
 
 impl World {
@@ -344,6 +351,7 @@ impl World {
                 node: NodeId(0),
                 inc: NodeInc(0),
             },
+            causal: None,
             sc,
         };
         // What the checker checks, first: a trace file is re-checked from itself.
@@ -381,9 +389,28 @@ impl World {
         w
     }
 
+    /// Record the run's causal steps beside its trace ([`causal::CausalLog`]; nothing in the
+    /// trace changes). Call before [`World::run_recorded`].
+    pub fn with_causal(mut self) -> Self {
+        self.causal = Some(Box::new(causal::CausalLog::new()));
+        self
+    }
+
     /// Run until the end of the schedule or the first violation.
-    pub fn run(mut self) -> (RunResult, Tracer) {
-        while let Some((t, ev)) = self.queue.pop() {
+    pub fn run(self) -> (RunResult, Tracer) {
+        let (r, t, _) = self.run_recorded();
+        (r, t)
+    }
+
+    /// [`World::run`], also returning the causal log when [`World::with_causal`] asked for it.
+    pub fn run_recorded(mut self) -> (RunResult, Tracer, Option<causal::CausalLog>) {
+        loop {
+            let next = if self.causal.is_some() {
+                self.queue.pop_seq()
+            } else {
+                self.queue.pop().map(|(t, ev)| (t, 0, ev))
+            };
+            let Some((t, seq, ev)) = next else { break };
             if t > self.end.0 {
                 // Past the end: back in the queue, so the end-of-run accounting sees it.
                 self.queue.push(t, ev);
@@ -391,7 +418,7 @@ impl World {
             }
             self.now = Instant(t);
             self.stats.events += 1;
-            self.apply(ev);
+            self.apply(ev, seq);
             if self.violation.is_some() {
                 break;
             }
@@ -401,12 +428,27 @@ impl World {
             // result's end stays the last event's time unless liveness is checked.
             let last = self.now;
             self.now = self.end;
-            let in_flight = self.user_messages_in_flight();
+            // Every message still on its way, for the conservation balance (check-trace
+            // re-checks it from these lines).
+            let pending = self.pending_user_messages();
+            let in_flight = pending.len() as u64;
+            for (env, node, place) in pending {
+                self.emit(TraceEvent::Pending {
+                    sender: env.sender,
+                    entity: env.entity,
+                    seq: env.seq,
+                    node,
+                    place,
+                });
+            }
             self.emit(TraceEvent::RunEnd { in_flight });
             if !self.sc.liveness.enabled {
                 self.now = last;
             }
         }
+        let live = self.slots.iter().filter_map(|s| s.node.as_ref());
+        let hw = live.map(|n| n.buffer_high_water() as u64).max();
+        self.stats.buffer_high_water = self.stats.buffer_high_water.max(hw.unwrap_or(0));
         if let Some(v) = &self.violation {
             let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
             let t = v.t;
@@ -425,7 +467,14 @@ impl World {
             end: self.now,
             trace_hash: self.tracer.hash(),
         };
-        (result, self.tracer)
+        (result, self.tracer, self.causal.map(|c| *c))
+    }
+
+    /// Also record when each protocol message was sent, for `run --perfetto` (the trace and
+    /// its hash do not change; see [`crate::perfetto`]).
+    pub fn record_flows(mut self) -> Self {
+        self.tracer.record_flows();
+        self
     }
 
     /// The journal written so far.
@@ -450,35 +499,61 @@ impl World {
         self.node(node)?.region().map(|r| r.shard_of(e))
     }
 
-    /// User messages still on their way: queued (network, local, deferred by a pause) or
-    /// buffered in a running node.
-    fn user_messages_in_flight(&self) -> u64 {
-        let carries = |ev: &Ev| match ev {
+    /// User messages still on their way, with where they are: queued (network, local),
+    /// deferred by a pause, or buffered in a running node's region or Shards; ordered by
+    /// (sender, entity, seq) so the trace does not depend on the queue's layout.
+    fn pending_user_messages(&self) -> Vec<(Envelope, NodeId, Place)> {
+        let carried = |ev: &Ev| match ev {
             Ev::Deliver {
-                msg: Msg::User(_), ..
-            } => true,
-            Ev::Local { msg, .. } => msg.user_message().is_some(),
-            _ => false,
+                to,
+                msg: Msg::User(env),
+                ..
+            } => Some((*env, to.node, Place::Network)),
+            Ev::Local { node, msg, .. } => msg.user_message().map(|env| (env, *node, Place::Local)),
+            _ => None,
         };
-        let queued = self.queue.iter().filter(|e| carries(e)).count() as u64;
-        let deferred: u64 = self
-            .slots
-            .iter()
-            .map(|s| s.deferred.iter().filter(|e| carries(e)).count() as u64)
-            .sum();
-        let buffered: u64 = self
-            .slots
-            .iter()
-            .filter(|s| s.up)
-            .filter_map(|s| s.node.as_ref())
-            .map(|n| n.buffered_user_messages())
-            .sum();
-        queued + deferred + buffered
+        let mut out: Vec<(Envelope, NodeId, Place)> =
+            self.queue.iter().filter_map(carried).collect();
+        for (i, s) in self.slots.iter().enumerate() {
+            out.extend(
+                s.deferred
+                    .iter()
+                    .filter_map(carried)
+                    .map(|(env, _, _)| (env, NodeId(i as u32), Place::Deferred)),
+            );
+            if !s.up {
+                continue;
+            }
+            if let Some(r) = s.node.as_ref().and_then(|n| n.region()) {
+                let in_region = r.buffered_messages().count();
+                for (k, env) in r.all_buffered_messages().enumerate() {
+                    let place = if k < in_region {
+                        Place::RegionBuffer
+                    } else {
+                        Place::ShardBuffer
+                    };
+                    out.push((env, NodeId(i as u32), place));
+                }
+            }
+        }
+        out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
+        out
     }
 
     #[inline(always)]
     fn push(&mut self, t: Instant, ev: Ev) {
         self.queue.push_inlined(t.0, ev);
+        if let Some(c) = self.causal.as_deref_mut() {
+            c.pushed(self.queue.last_seq());
+        }
+    }
+
+    /// The causal recorder's note that `ev` (queue sequence `seq`) is applied now.
+    fn causal_begin(&mut self, seq: u64, ev: &Ev) {
+        if let Some(mut c) = self.causal.take() {
+            c.begin(self, seq, ev, self.tracer.events().len());
+            self.causal = Some(c);
+        }
     }
 
     /// Feed an event to the checker and the tracer.
@@ -529,10 +604,11 @@ impl World {
     }
 
     #[inline]
-    fn apply(&mut self, ev: Ev) {
+    fn apply(&mut self, ev: Ev, seq: u64) {
         if self.deferred_total == 0 && self.paused_max <= self.now.0 {
             // No process is paused and none holds deferred events: the common case, decided
             // without looking at the event.
+            self.causal_begin(seq, &ev);
             self.apply_now(ev);
             return;
         }
@@ -542,6 +618,9 @@ impl World {
                 // A paused process handles nothing; its events wait, in arrival order.
                 s.deferred.push_back(ev);
                 self.deferred_total += 1;
+                if let Some(c) = self.causal.as_deref_mut() {
+                    c.defer(node.0, seq);
+                }
                 return;
             }
             if !s.deferred.is_empty() {
@@ -549,10 +628,13 @@ impl World {
                 let deferred = std::mem::take(&mut s.deferred);
                 self.deferred_total -= deferred.len();
                 for e in deferred {
+                    let seq = self.causal.as_deref_mut().map_or(0, |c| c.undefer(node.0));
+                    self.causal_begin(seq, &e);
                     self.apply_now(e);
                 }
             }
         }
+        self.causal_begin(seq, &ev);
         self.apply_now(ev);
     }
 
@@ -564,7 +646,9 @@ impl World {
                 msg,
                 epoch,
             } => {
-                if !self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch) {
+                let ok = self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch);
+                self.tracer.flow_arrived(self.now, from, to, ok);
+                if !ok {
                     if let Msg::User(env) = msg {
                         self.drop_msg(from.node, env, DropReason::Network);
                     }
@@ -739,7 +823,9 @@ impl World {
             return;
         }
         self.stats.messages += 1;
-        if self.tracer.on() {
+        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also
+        // when nothing is traced.
+        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -857,7 +943,7 @@ impl World {
         if !self.node(node).is_some_and(|n| n.has_role(Role::Region)) {
             return;
         }
-        let env = self.workload.message(sender);
+        let env = self.workload.message(sender, self.now);
         self.stats.sends += 1;
         // The shard the sender's region routes the message to: its node incarnation's
         // extractor decides (with a per-incarnation extractor, another node may route the
@@ -907,17 +993,27 @@ impl World {
         let s = &mut self.slots[idx];
         if s.up {
             s.node = Some(n);
+        } else {
+            self.note_buffer_high_water(&n);
         }
+    }
+
+    /// Fold a node's region buffer high-water mark into the run's.
+    fn note_buffer_high_water(&mut self, n: &Node) {
+        let hw = n.buffer_high_water() as u64;
+        self.stats.buffer_high_water = self.stats.buffer_high_water.max(hw);
     }
 
     fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
         if to.node.0 as usize >= self.slots.len() {
             return;
         }
-        match self
+        let at = self
             .net
-            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0)
-        {
+            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0);
+        self.tracer
+            .flow_sent(self.now, from, to, &msg, at.is_some());
+        match at {
             Some((at, epoch)) => self.push(
                 at,
                 Ev::Deliver {
@@ -928,6 +1024,9 @@ impl World {
                 },
             ),
             None => {
+                if let Some(c) = self.causal.as_deref_mut() {
+                    c.lost_msg(self.now.0, from, to, &msg);
+                }
                 if let Msg::User(env) = msg {
                     self.drop_msg(from.node, env, DropReason::Network);
                 }
@@ -1068,6 +1167,7 @@ pub fn observation_event(
             })
         }
         Observation::RegionRestarted => Some(TraceEvent::RegionRestarted { node }),
+        Observation::ShardLoadFailed(shard) => Some(TraceEvent::ShardLoadFailed { node, shard }),
     }
 }
 
@@ -1158,6 +1258,8 @@ impl NodeHost for World {
                             epoch,
                         },
                     );
+                } else if let Some(c) = self.causal.as_deref_mut() {
+                    c.lost_write(self.now.0, node, &event);
                 }
             }
             NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),

@@ -4,7 +4,7 @@
 
 use crate::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
 use crate::protocol::{
-    CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
+    Addr, CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
 };
 use crate::time::Instant;
 use serde_json::{json, Value};
@@ -367,6 +367,74 @@ pub enum TraceEvent {
         /// stable-after, removal margin, 1 s): a leave this soon after one is not graceful.
         settle_ms: u64,
     },
+    /// A user message still on its way at the end of the run, recorded just before
+    /// [`TraceEvent::RunEnd`] (one per message, ordered by sender, entity, seq): the
+    /// message-conservation balance (sent = delivered + dropped + pending) is re-checked from
+    /// the file, and a run with a liveness phase fails on one sent before its window closed.
+    Pending {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// Where it is: the receiving node for one on the network or between a node's actors,
+        /// the holding node otherwise.
+        node: NodeId,
+        /// In what.
+        place: Place,
+    },
+    /// A Shard stopped itself while loading its remembered entities (the store stopped or
+    /// the load timed out, §6.1, SH `awaitingRememberedEntities`): its region stays the
+    /// shard's home and starts it again after shard-failure-backoff (SR:1050-1093). The
+    /// hosting-ack rule lets this Shard's stop pass.
+    ShardLoadFailed {
+        /// Where.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+    },
+}
+
+/// Where a user message pending at the end of a run is ([`TraceEvent::Pending`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// On the network, to the node's region.
+    Network,
+    /// Between the actors of the node (region, Shard, entity).
+    Local,
+    /// Held by the world for a paused node.
+    Deferred,
+    /// In a region's per-shard buffer.
+    RegionBuffer,
+    /// In a Shard's buffer (a passivating or restarting entity, a Shard initialising).
+    ShardBuffer,
+}
+
+impl Place {
+    /// The name in trace files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Place::Network => "network",
+            Place::Local => "local",
+            Place::Deferred => "deferred",
+            Place::RegionBuffer => "region_buffer",
+            Place::ShardBuffer => "shard_buffer",
+        }
+    }
+
+    /// The inverse of [`Place::name`].
+    pub fn from_name(s: &str) -> Option<Place> {
+        [
+            Place::Network,
+            Place::Local,
+            Place::Deferred,
+            Place::RegionBuffer,
+            Place::ShardBuffer,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s)
+    }
 }
 
 fn ids_json(ids: &[EntityId]) -> Value {
@@ -485,6 +553,8 @@ impl TraceEvent {
             TraceEvent::RememberConfig { .. } => "remember_config",
             TraceEvent::GracefulShutdownCheck => "graceful_shutdown_check",
             TraceEvent::GracefulLeave { .. } => "graceful_leave",
+            TraceEvent::Pending { .. } => "pending",
+            TraceEvent::ShardLoadFailed { .. } => "shard_load_failed",
         }
     }
 
@@ -811,6 +881,23 @@ impl TraceEvent {
                 put("incarnation", json!(incarnation));
                 put("settle_ms", json!(settle_ms));
             }
+            TraceEvent::Pending {
+                sender,
+                entity,
+                seq,
+                node,
+                place,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("node", json!(node.0));
+                put("place", json!(place.name()));
+            }
+            TraceEvent::ShardLoadFailed { node, shard } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+            }
         }
         Value::Object(v).to_string()
     }
@@ -864,6 +951,9 @@ pub struct Tracer {
     mode: TraceMode,
     hash: Fnv64,
     events: Vec<(Instant, TraceEvent)>,
+    /// Send times of protocol messages, for `run --perfetto` only (never hashed, never in the
+    /// JSON Lines trace).
+    flows: Option<Box<crate::perfetto::FlowLog>>,
 }
 
 impl Tracer {
@@ -873,6 +963,30 @@ impl Tracer {
             mode,
             hash: Fnv64::default(),
             events: Vec::new(),
+            flows: None,
+        }
+    }
+    /// Also record when each protocol message was sent ([`crate::perfetto::FlowLog`]); the
+    /// trace and its hash stay as they are.
+    pub fn record_flows(&mut self) {
+        self.flows = Some(Box::default());
+    }
+    /// The flow log, when [`Tracer::record_flows`] was called.
+    pub fn flows(&self) -> Option<&crate::perfetto::FlowLog> {
+        self.flows.as_deref()
+    }
+    /// A protocol message was put on the network (`sent`: false when its link was cut).
+    #[inline]
+    pub fn flow_sent(&mut self, t: Instant, from: Addr, to: Addr, msg: &Msg, sent: bool) {
+        if let Some(f) = self.flows.as_deref_mut() {
+            f.sent(t, from, to, msg.name(), sent, self.events.len());
+        }
+    }
+    /// A protocol message reached the end of its link (`ok`: false when it was lost there).
+    #[inline]
+    pub fn flow_arrived(&mut self, t: Instant, from: Addr, to: Addr, ok: bool) {
+        if let Some(f) = self.flows.as_deref_mut() {
+            f.arrived(t, from, to, ok);
         }
     }
     /// Whether events are wanted at all.

@@ -328,3 +328,311 @@ fn cli_until_failure_and_check_determinism() {
         "{out}"
     );
 }
+
+/// The buffer high-water mark is the most any region buffered at once: the run and campaign
+/// summaries show it, a campaign and a merge take the maximum over schedules, not the sum.
+#[test]
+fn the_buffer_high_water_mark_is_shown_and_merged_by_max() {
+    let mut acc = shardsim::sim::Stats {
+        sends: 4,
+        buffer_high_water: 7,
+        ..Default::default()
+    };
+    let other = shardsim::sim::Stats {
+        sends: 5,
+        buffer_high_water: 3,
+        ..Default::default()
+    };
+    campaign::add(&mut acc, &other);
+    assert_eq!((acc.sends, acc.buffer_high_water), (9, 7));
+
+    let file = "sim-scenarios/buffer-full.toml";
+    let (code, so, se) = shardsim(&["run", file, "--seed", "0"]);
+    assert_eq!(code, 0, "{so}{se}");
+    assert!(so.contains("buffer high-water mark: 30 messages"), "{so}");
+    let d = tmp("high-water");
+    let (a, b, out) = (d.join("a.json"), d.join("b.json"), d.join("all.json"));
+    for (start, f) in [("0", &a), ("5", &b)] {
+        let (code, so, se) = shardsim(&[
+            "fuzz",
+            file,
+            "--seed-start",
+            start,
+            "--schedules",
+            "5",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--summary",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{so}{se}");
+        assert!(so.contains("buffer high-water mark: 30 messages"), "{so}");
+    }
+    let (code, so, se) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{so}{se}");
+    let merged = campaign::read_summary(&out).unwrap();
+    assert_eq!(merged.totals.buffer_high_water, 30);
+    let whole = campaign::fuzz(&load(file), 0, 10, 2, &|_| {});
+    assert_eq!(merged, whole);
+}
+
+/// `shardsim` with a controlled environment: the slice variables removed, then `env` set.
+fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"));
+    c.args(args).current_dir(root());
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_STEP",
+        "SLURM_ARRAY_TASK_COUNT",
+    ] {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn n_slices_merged_equal_one_campaign_for_1_3_and_7() {
+    // An odd campaign size and a seed start, so the slices differ in size; determinism checks
+    // every 4th seed counted from the campaign's start, also inside a slice.
+    let (start, total) = (37u64, 200u64);
+    let sc = load(FAST);
+    let opts = FuzzOptions {
+        check_determinism: Some(4),
+        until_failure: false,
+    };
+    let whole = campaign::fuzz_with(&sc, start, total, 2, opts, &|_| {});
+    assert!(whole.failures.len() > 5, "the fast hazard fails often");
+    let d = tmp("slices");
+    for n in [1u64, 3, 7] {
+        let mut files = Vec::new();
+        let mut covered = 0;
+        for i in 0..n {
+            let f = d.join(format!("n{n}-slice{i}.json"));
+            // Slice 0 through the Kubernetes variable, the last through a Slurm array counted
+            // from 1, the others explicitly.
+            let (spec, env): (String, Vec<(&str, String)>) = if i == 0 {
+                (
+                    format!("auto/{n}"),
+                    vec![("JOB_COMPLETION_INDEX", "0".into())],
+                )
+            } else if i == n - 1 {
+                (
+                    format!("auto/{n}"),
+                    vec![
+                        ("SLURM_ARRAY_TASK_ID", n.to_string()),
+                        ("SLURM_ARRAY_TASK_MIN", "1".into()),
+                        ("SLURM_ARRAY_TASK_COUNT", n.to_string()),
+                    ],
+                )
+            } else {
+                (format!("{i}/{n}"), vec![])
+            };
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let (code, out, err) = shardsim_env(
+                &[
+                    "fuzz",
+                    FAST,
+                    "--seed-start",
+                    &start.to_string(),
+                    "--schedules",
+                    &total.to_string(),
+                    "--slice",
+                    &spec,
+                    "--check-determinism",
+                    "4",
+                    "--jobs",
+                    "1",
+                    "--quiet",
+                    "--summary",
+                    f.to_str().unwrap(),
+                ],
+                &env,
+            );
+            assert_eq!(code, 0, "{spec}: {out}{err}");
+            assert!(
+                out.contains(&format!("slice {i}/{n} of seeds 37..237")),
+                "{out}"
+            );
+            let s = campaign::read_summary(&f).unwrap();
+            assert_eq!(s.seed_start, start + i * total / n, "slice {i}/{n}");
+            assert_eq!(s.schedules, (i + 1) * total / n - i * total / n);
+            covered += s.schedules;
+            files.push(f);
+        }
+        assert_eq!(covered, total);
+        let out = d.join(format!("n{n}-merged.json"));
+        let mut args = vec!["merge".to_string(), out.to_str().unwrap().to_string()];
+        // Inputs in reverse order: merge sorts them by seed.
+        args.extend(files.iter().rev().map(|f| f.to_str().unwrap().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, so, se) = shardsim(&args);
+        assert_eq!(code, 0, "{so}{se}");
+        let merged = campaign::read_summary(&out).unwrap();
+        // Everything a summary holds (no wall time in it): counts, failures, totals.
+        assert_eq!(merged.schedules, whole.schedules, "n = {n}");
+        assert_eq!(merged.totals, whole.totals, "n = {n}");
+        assert_eq!(merged.failures, whole.failures, "n = {n}");
+        assert_eq!(merged.expected_found, whole.expected_found, "n = {n}");
+        assert_eq!(merged, whole, "n = {n}");
+    }
+    // The library agrees: the slices of fuzz_observed merge to the whole.
+    let slices: Vec<_> = (0..7)
+        .map(|i| {
+            let s = campaign::Slice { index: i, count: 7 };
+            (
+                d.join(format!("lib{i}")),
+                campaign::fuzz_observed(&sc, start, total, s, 1, opts, &|_| {}),
+            )
+        })
+        .collect();
+    assert_eq!(campaign::merge(&slices).unwrap(), whole);
+}
+
+#[test]
+fn fuzz_report_writes_figures_that_parse_as_svg() {
+    let d = tmp("report");
+    // A rebalancing scenario with failures: every figure, the shards-per-node one included.
+    let (code, out, err) = shardsim(&[
+        "fuzz",
+        FAST,
+        "--schedules",
+        "120",
+        "--jobs",
+        "1",
+        "--quiet",
+        "--report",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("report: 4 figures"), "{out}");
+    let index = std::fs::read_to_string(d.join("index.md")).unwrap();
+    for f in [
+        "failures-per-invariant.svg",
+        "failures-over-schedules.svg",
+        "throughput.svg",
+        "shards-per-node.svg",
+    ] {
+        assert!(
+            index.contains(&format!("]({f})")),
+            "{f} not linked: {index}"
+        );
+        let text = std::fs::read_to_string(d.join(f)).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg", "{f}");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        assert!(
+            texts.iter().any(|t| t.contains("fast-reorder")),
+            "{f}: {texts:?}"
+        );
+        if f.starts_with("failures") {
+            assert!(
+                texts.iter().any(|t| t.contains("per-sender-order")),
+                "{f}: {texts:?}"
+            );
+        }
+        if f == "shards-per-node.svg" {
+            assert!(texts.contains(&"node 0"), "{texts:?}");
+        }
+        let lines = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline") || n.has_tag_name("rect"))
+            .count();
+        assert!(lines > 0, "{f}: nothing drawn");
+    }
+    assert!(index.contains("per-sender-order:"), "{index}");
+    // Without rebalances, no shards-per-node figure.
+    let d2 = tmp("report-one-node");
+    let (code, out, err) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "20",
+        "--quiet",
+        "--report",
+        d2.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("report: 3 figures"), "{out}");
+    assert!(!d2.join("shards-per-node.svg").exists());
+    for f in [
+        "failures-per-invariant.svg",
+        "failures-over-schedules.svg",
+        "throughput.svg",
+    ] {
+        let text = std::fs::read_to_string(d2.join(f)).unwrap();
+        roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+    }
+}
+
+#[test]
+fn progress_lines_when_stderr_is_not_a_terminal() {
+    // Every 0 s (the test's setting): a line per chunk of seeds, on stderr; none with --quiet.
+    let args = [
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "200",
+        "--jobs",
+        "1",
+    ];
+    let (code, out, err) = shardsim_env(&args, &[("SHARDSIM_PROGRESS_SECS", "0")]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("fuzz one-node: "))
+        .collect();
+    assert!(lines.len() >= 3, "{err}");
+    assert!(lines[0].contains("/200 schedules ("), "{err}");
+    assert!(lines[0].contains("schedules/s, 0 failures, "), "{err}");
+    assert!(lines[0].contains(" s left"), "{err}");
+    assert!(
+        !out.contains("/200 schedules ("),
+        "progress goes to stderr: {out}"
+    );
+    let mut quiet = args.to_vec();
+    quiet.push("--quiet");
+    let (_, _, err) = shardsim_env(&quiet, &[("SHARDSIM_PROGRESS_SECS", "0")]);
+    assert!(!err.contains("fuzz one-node: "), "{err}");
+    // Shrink shows its replays.
+    let d = tmp("progress-shrink");
+    let (code, out, err) = shardsim_env(
+        &[
+            "shrink",
+            "sim-scenarios/shrunk/swarm-auto-down-seed260.toml",
+            "--seed",
+            "260",
+            "--out",
+            d.join("s.toml").to_str().unwrap(),
+        ],
+        &[("SHARDSIM_PROGRESS_SECS", "0")],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with("shrink ")
+            && l.contains(" replays (")
+            && l.contains("reductions kept")
+            && l.contains("at most")),
+        "{err}"
+    );
+}

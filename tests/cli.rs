@@ -32,6 +32,13 @@ fn bad_scenario_files_name_file_line_and_field() {
             5,
             "check-graceful-shutdown",
         ),
+        ("tests/data/bad/rate-band.toml", 7, "expect.rate"),
+        ("tests/data/bad/rate-without-outcome.toml", 6, "expect.rate"),
+        (
+            "tests/data/bad/key-space-growth-range.toml",
+            6,
+            "workload.key-space-growth-ms",
+        ),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");
@@ -178,6 +185,33 @@ fn fuzz_exits_nonzero_on_unexpected_violation_and_when_expected_is_missing() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no schedule showed it"), "{out}");
+    // An expected rate far from the measured one: a failure naming rate, schedules and band.
+    let hazard = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sim-scenarios/hazards/reorder-across-handoff.toml"),
+    )
+    .unwrap();
+    let (head, _) = hazard.split_once("[expect]").unwrap();
+    let banded = dir.join("banded.toml");
+    std::fs::write(
+        &banded,
+        format!("{head}[expect]\noutcome = \"per-sender-order\"\nrate = [0.9, 1.0]\n"),
+    )
+    .unwrap();
+    let (code, out, _) = shardsim(&[
+        "fuzz",
+        banded.to_str().unwrap(),
+        "--schedules",
+        "60",
+        "--quiet",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED: `per-sender-order` rate 0."), "{out}");
+    assert!(out.contains(" of 60 schedules; 99.9 % interval ["), "{out}");
+    assert!(
+        out.contains("against the declared band [0.9, 1]: far outside it"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -261,4 +295,219 @@ fn files_that_are_not_utf8_name_their_line() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains(&format!("{}:1", corpus.display())), "{err}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// check-trace balances the messages from the file alone: a trace with one delivery line
+/// removed shows it vanished.
+#[test]
+fn check_trace_balances_the_messages_of_the_file() {
+    let dir = std::env::temp_dir().join(format!("shardsim-cli-balance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let (code, _, err) = shardsim(&[
+        "run",
+        "sim-scenarios/smoke.toml",
+        "--seed",
+        "3",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = shardsim(&["check-trace", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let first = text.find("\"ev\":\"deliver\"").unwrap();
+    let start = text[..first].rfind('\n').map_or(0, |i| i + 1);
+    let end = first + text[first..].find('\n').unwrap() + 1;
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let (code, out, _) = shardsim(&["check-trace", cut.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("VIOLATION message-lost"), "{out}");
+    assert!(out.contains("1 vanished without a reason (c"), "{out}");
+}
+
+/// `shardsim` with the slice variables removed from its environment, then `env` set.
+fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"));
+    c.args(args).current_dir(root());
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_STEP",
+        "SLURM_ARRAY_TASK_COUNT",
+    ] {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_bad_slices_exit_2() {
+    let base = [
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "10",
+        "--quiet",
+        "--slice",
+    ];
+    for (spec, env, says) in [
+        ("3/3", &[][..], "out of range"),
+        ("0/0", &[][..], "at least 1"),
+        ("auto/0", &[][..], "at least 1"),
+        ("1-3", &[][..], "expected I/N or auto/N"),
+        ("one/3", &[][..], "neither a whole number nor `auto`"),
+        ("1/3/4", &[][..], "not a whole number"),
+        ("auto/3", &[][..], "neither JOB_COMPLETION_INDEX"),
+        (
+            "auto/3",
+            &[("JOB_COMPLETION_INDEX", "3")][..],
+            "out of range",
+        ),
+        (
+            "auto/3",
+            &[("SLURM_ARRAY_TASK_ID", "3")][..],
+            "out of range",
+        ),
+        (
+            "auto/3",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "2"),
+                ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ][..],
+            "4 tasks, not 3",
+        ),
+        (
+            "auto/3",
+            &[("JOB_COMPLETION_INDEX", "first")][..],
+            "JOB_COMPLETION_INDEX=`first`",
+        ),
+    ] {
+        let mut args = base.to_vec();
+        args.push(spec);
+        let (code, _, err) = shardsim_env(&args, env);
+        assert_eq!(code, 2, "{spec} {env:?}: {err}");
+        assert!(err.contains("--slice"), "{spec}: {err}");
+        assert!(err.contains(says), "{spec} {env:?}: {err}");
+    }
+    let (code, _, err) = shardsim_env(
+        &[
+            "fuzz",
+            "sim-scenarios/one-node.toml",
+            "--slice",
+            "0/2",
+            "--until-failure",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--until-failure"), "{err}");
+}
+
+#[test]
+fn explain_tells_a_failing_seed_and_a_trace_and_refuses_bad_input() {
+    let dir = std::env::temp_dir().join(format!("shardsim-cli-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pics = dir.join("pics");
+    let rel = "sim-scenarios/hazards/stale-host-shard-resend.toml";
+    let (code, out, err) = shardsim(&[
+        "explain",
+        rel,
+        "--seed",
+        "0",
+        "--pictures",
+        pics.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("at-most-one at t=16.804737s"), "{out}");
+    assert!(out.contains("ResendShardHost(shard 0)"), "{out}");
+    for ext in ["md", "svg"] {
+        let p = pics.join(format!("stale-host-shard-resend-seed0.{ext}"));
+        assert!(p.exists(), "{out}");
+    }
+    // The same story from a trace that `run --trace` wrote.
+    let trace = dir.join("t.jsonl");
+    let (code, _, err) = shardsim(&[
+        "run",
+        rel,
+        "--seed",
+        "0",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out2, err) = shardsim(&["explain", trace.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 0, "{err}");
+    let story = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("wrote "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(story(&out), story(&out2));
+    // A seed that does not fail: said so, exit 2.
+    let (code, _, err) = shardsim(&[
+        "explain",
+        "sim-scenarios/hazards/stale-host-shard-resend-fixed.toml",
+        "--seed",
+        "0",
+        "--no-pictures",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("seed 0: the run breaks no invariant"), "{err}");
+    // A truncated trace (cut in the middle of a line), and a garbled one: exit 2 naming the line.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let cut = text[..text.len() / 2].rfind('\n').unwrap() + 10;
+    let truncated = dir.join("truncated.jsonl");
+    std::fs::write(&truncated, &text[..cut]).unwrap();
+    let line = text[..cut].lines().count();
+    let (code, _, err) = shardsim(&["explain", truncated.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!("truncated.jsonl:line {line}")),
+        "{err}"
+    );
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[6] = "{\"t\":5,\"ev\":\"step\",\"step\":\"six\",\"actor\":\"region\",\"what\":\"x\"}";
+    let garbled = dir.join("garbled.jsonl");
+    std::fs::write(&garbled, lines.join("\n")).unwrap();
+    let (code, _, err) = shardsim(&["explain", garbled.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("garbled.jsonl:line 7: field `step`"), "{err}");
+    // Cut at a line's end: no `run_end`, so truncated.
+    let cut = text[..text.len() / 2].rfind('\n').unwrap() + 1;
+    std::fs::write(&truncated, &text[..cut]).unwrap();
+    let (code, _, err) = shardsim(&["explain", truncated.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    let line = text[..cut].lines().count();
+    assert!(
+        err.contains(&format!(
+            "truncated.jsonl:line {line}: the trace ends without"
+        )),
+        "{err}"
+    );
+    // A trace without step lines.
+    let plain = dir.join("plain.jsonl");
+    let no_steps: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"ev\":\"step\"") && !l.contains("\"ev\":\"lost\""))
+        .collect();
+    std::fs::write(&plain, no_steps.join("\n")).unwrap();
+    let (code, _, err) = shardsim(&["explain", plain.to_str().unwrap(), "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no causal `step` lines"), "{err}");
+    // A scenario without --seed.
+    let (code, _, err) = shardsim(&["explain", rel, "--no-pictures"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--seed"), "{err}");
 }

@@ -237,16 +237,27 @@ fn no_rebalance_during_a_rolling_update() {
 /// older members are Up, while node 1's coordinator still runs (it hands over with `Terminate`
 /// and waits for its local region's hand-offs, §4.5): two coordinators at once. With the fix
 /// (age ordering) the coordinator only ever moves by hand-over, to the oldest member, and never
-/// starts while another runs.
+/// starts while another runs. The one-coordinator oracle stops the pre-fix run there (its
+/// trace ends with that start).
 #[test]
 fn singleton_placement_by_age_or_by_app_version() {
     let fixed = load("hazards/singleton-prefers-newest-app-version-fixed.toml");
     let mut pre = (*load("hazards/singleton-prefers-newest-app-version.toml")).clone();
-    pre.journal.check_single_writer = false; // to see the schedule past the violation
+    pre.journal.check_single_writer = false; // the overlap, not the stray write
     let pre = Arc::new(pre);
     for seed in 0..SEEDS {
         for (sc, prefix) in [(&fixed, false), (&pre, true)] {
-            let ev = events(sc, seed);
+            let ev = if prefix {
+                let (r, tracer) = run_seed(sc, seed, TraceMode::Full);
+                assert_eq!(
+                    r.violation.map(|v| v.invariant),
+                    Some(shardsim::scenario::Outcome::OneCoordinator),
+                    "pre-fix seed {seed}"
+                );
+                tracer.events().to_vec()
+            } else {
+                events(sc, seed)
+            };
             let mut views: BTreeMap<NodeId, Vec<Member>> = BTreeMap::new();
             let (mut younger_started, mut overlapping) = (0, 0);
             let mut running: BTreeSet<NodeId> = BTreeSet::new();

@@ -69,6 +69,16 @@ fn check_scenario(path: &Path) {
             path.display()
         );
     }
+    // `[expect] rate`: the share of failing seeds is not far outside the declared band.
+    if let Some(band) = sc.expect.rate_band() {
+        let check = campaign::rate_check(sum.expected_found, n, band);
+        assert!(
+            check.ok(),
+            "{}: `{expected}` {}: far outside it",
+            path.display(),
+            check.describe()
+        );
+    }
     assert!(
         sum.totals.deliveries > 0,
         "{}: nothing delivered",
@@ -187,6 +197,12 @@ scenario_tests! {
     shrunk_swarm_auto_down_seed260 => "sim-scenarios/shrunk/swarm-auto-down-seed260.toml",
     shrunk_reorder_across_handoff_seed137 => "sim-scenarios/shrunk/reorder-across-handoff-seed137.toml",
     shrunk_singleton_prefers_newest_app_version_seed0 => "sim-scenarios/shrunk/singleton-prefers-newest-app-version-seed0.toml",
+    allocation_new => "sim-scenarios/allocation-new.toml",
+    allocation_new_faults => "sim-scenarios/faults/allocation-new-faults.toml",
+    journal_outage_new_shards => "sim-scenarios/faults/journal-outage-new-shards.toml",
+    shard_returns => "sim-scenarios/shard-returns.toml",
+    buffer_full => "sim-scenarios/buffer-full.toml",
+    hazard_long_pause_zombie => "sim-scenarios/hazards/long-pause-zombie.toml",
 }
 
 /// The swarm scenario: every seed keeps every invariant, liveness included.

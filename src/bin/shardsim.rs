@@ -1,11 +1,14 @@
 //! The `shardsim` command: run one seed, fuzz a campaign, merge campaign slices, benchmark,
 //! re-check a trace.
 
+#[path = "shardsim/progress.rs"]
+mod progress;
+
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use shardsim::campaign::{self, replay_command, write_atomic, FuzzOptions, Summary};
 use shardsim::host::{self, Host};
 use shardsim::scenario::{Outcome, Scenario};
+use shardsim::slice::{Slice, SliceSpec};
 use shardsim::trace::TraceMode;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -42,6 +45,10 @@ enum Cmd {
         /// The host: the own world, or madsim (the same node state machine on madsim).
         #[arg(long, value_enum, default_value_t = HostArg::Own)]
         host: HostArg,
+        /// Write the schedule as Chrome trace-event JSON here (opens in ui.perfetto.dev and
+        /// chrome://tracing): a process per node, a track per actor, a flow per message.
+        #[arg(long, value_name = "FILE")]
+        perfetto: Option<PathBuf>,
     },
     /// Run many seeds in parallel and report failures.
     Fuzz {
@@ -77,6 +84,16 @@ enum Cmd {
         /// The host: the own world, or madsim (the same node state machine on madsim).
         #[arg(long, value_enum, default_value_t = HostArg::Own)]
         host: HostArg,
+        /// Run only slice I of N (from 0) of the seeds [seed-start, seed-start + schedules):
+        /// seeds seed-start + floor(I*schedules/N) up to seed-start +
+        /// floor((I+1)*schedules/N). `auto/N` takes I from JOB_COMPLETION_INDEX (Kubernetes
+        /// Indexed Job) or SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN (Slurm array).
+        /// Write each slice's --summary and combine them with `shardsim merge`.
+        #[arg(long, value_name = "I/N")]
+        slice: Option<SliceSpec>,
+        /// Draw the campaign's figures (SVG) into this folder, with an index.md linking them.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Merge slice summaries written by `fuzz --summary` (same scenario, disjoint seed ranges).
     Merge {
@@ -128,6 +145,9 @@ enum Cmd {
         /// names its own seed. 0 keeps the original seed.
         #[arg(long, value_name = "K", default_value_t = 0)]
         seed_tries: u64,
+        /// No progress bar or progress lines.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Agreement between hosts: run scenario files on the madsim host, each clean file on
     /// --clean-seeds seeds, each violation file until its invariant shows (at most
@@ -152,6 +172,21 @@ enum Cmd {
     CheckTrace {
         /// A JSON Lines trace written by `run --trace`.
         trace: PathBuf,
+    },
+    /// Explain a failing seed: the causal chains that lead to the violation, as numbered
+    /// steps, with a Mermaid sequence diagram and an SVG timeline of them.
+    Explain {
+        /// A scenario file (TOML, with --seed), or a trace written by `run --trace`.
+        input: PathBuf,
+        /// The failing seed (for a scenario).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the pictures (`<scenario>-seed<N>.md` and `.svg`) into this folder.
+        #[arg(long, default_value = "reports/explain")]
+        pictures: PathBuf,
+        /// Print the story only.
+        #[arg(long)]
+        no_pictures: bool,
     },
 }
 
@@ -206,7 +241,8 @@ fn main() -> ExitCode {
             trace,
             context,
             host,
-        } => cmd_run(&scenario, seed, trace, context, host.host()),
+            perfetto,
+        } => cmd_run(&scenario, seed, trace, context, host.host(), perfetto),
         Cmd::Fuzz {
             scenario,
             schedules,
@@ -218,6 +254,8 @@ fn main() -> ExitCode {
             until_failure,
             corpus,
             host,
+            slice,
+            report,
         } => cmd_fuzz(
             &scenario,
             schedules,
@@ -230,6 +268,7 @@ fn main() -> ExitCode {
                 until_failure,
             },
             corpus,
+            FuzzOut { slice, report },
             host.host(),
         ),
         Cmd::Merge { out, inputs } => cmd_merge(&out, &inputs),
@@ -253,7 +292,8 @@ fn main() -> ExitCode {
             out,
             max_runs,
             seed_tries,
-        } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries),
+            quiet,
+        } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries, quiet),
         Cmd::Agree {
             files,
             clean_seeds,
@@ -261,6 +301,12 @@ fn main() -> ExitCode {
             jobs,
             out,
         } => cmd_agree(files, clean_seeds, violation_seeds, jobs, out),
+        Cmd::Explain {
+            input,
+            seed,
+            pictures,
+            no_pictures,
+        } => cmd_explain(&input, seed, (!no_pictures).then_some(pictures)),
         Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
@@ -278,12 +324,35 @@ fn main() -> ExitCode {
     }
 }
 
-fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize, host: Host) -> ExitCode {
+fn cmd_run(
+    path: &Path,
+    seed: u64,
+    trace: Option<PathBuf>,
+    context: usize,
+    host: Host,
+    perfetto: Option<PathBuf>,
+) -> ExitCode {
     let sc = match load_on(path, host) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let (r, tracer) = host::run_seed(host, &sc, seed, TraceMode::Full);
+    // With --trace, the causal recorder runs beside the trace (its `step` lines are what
+    // `explain TRACE` reads); with --perfetto, the run also records send times for the flows.
+    // The trace and its hash are the same without either. Both are the own world's.
+    let (r, tracer, causal) = if host != Host::Own {
+        let (r, t) = host::run_seed(host, &sc, seed, TraceMode::Full);
+        (r, t, Default::default())
+    } else {
+        let mut w = shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full);
+        if trace.is_some() {
+            w = w.with_causal();
+        }
+        if perfetto.is_some() {
+            w = w.record_flows();
+        }
+        let (r, t, c) = w.run_recorded();
+        (r, t, c.unwrap_or_default())
+    };
     let s = &r.stats;
     println!("scenario {} seed {seed}: simulated {}", sc.name, r.end);
     println!("behaviour: {}", sc.options.behaviour());
@@ -291,13 +360,41 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize, host:
         "events {}  messages {}  sends {}  deliveries {}  drops {}  rebalances {} ({} done)  entity starts {}",
         s.events, s.messages, s.sends, s.deliveries, s.drops, s.rebalances, s.rebalances_done, s.entity_starts
     );
+    println!(
+        "buffer high-water mark: {} messages (the most a region buffered at once)",
+        s.buffer_high_water
+    );
     println!("trace hash {:016x}", r.trace_hash);
     if let Some(p) = &trace {
-        if let Err(e) = write_atomic(p, tracer.to_jsonl().as_bytes()) {
+        let text = shardsim::explain::jsonl_with_steps(&tracer, &causal);
+        if let Err(e) = write_atomic(p, text.as_bytes()) {
             eprintln!("error: {}: cannot write trace: {e}", p.display());
             return ExitCode::from(2);
         }
         println!("trace written to {}", p.display());
+    }
+    if let Some(p) = &perfetto {
+        let meta = [
+            ("scenario", sc.name.clone()),
+            ("scenario_file", path.display().to_string()),
+            ("seed", seed.to_string()),
+            ("behaviour", sc.options.behaviour()),
+            ("trace_hash", format!("{:016x}", r.trace_hash)),
+            ("ts", "simulated microseconds".to_string()),
+        ];
+        let (json, st) = shardsim::perfetto::export(tracer.events(), tracer.flows(), &meta);
+        if let Err(e) = write_atomic(p, json.as_bytes()) {
+            eprintln!("error: {}: cannot write Perfetto trace: {e}", p.display());
+            return ExitCode::from(2);
+        }
+        println!(
+            "perfetto trace written to {} ({} slices, {} message flows, {} instants, {} messages lost in flight); open it in ui.perfetto.dev or chrome://tracing",
+            p.display(),
+            st.slices,
+            st.flows,
+            st.instants,
+            st.lost
+        );
     }
     match &r.violation {
         None => {
@@ -340,6 +437,12 @@ fn cmd_run(path: &Path, seed: u64, trace: Option<PathBuf>, context: usize, host:
     }
 }
 
+/// `fuzz --slice` and `fuzz --report`.
+struct FuzzOut {
+    slice: Option<SliceSpec>,
+    report: Option<PathBuf>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn cmd_fuzz(
     path: &Path,
@@ -350,6 +453,7 @@ fn cmd_fuzz(
     quiet: bool,
     opts: FuzzOptions,
     corpus: Option<PathBuf>,
+    out: FuzzOut,
     host: Host,
 ) -> ExitCode {
     let sc = match load_on(path, host) {
@@ -373,27 +477,53 @@ fn cmd_fuzz(
             return ExitCode::from(2);
         }
     }
+    let slice = match out.slice {
+        None => Slice::WHOLE,
+        Some(spec) => match spec.resolve(&|k| std::env::var(k).ok()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: --slice {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    if out.slice.is_some() && opts.until_failure {
+        eprintln!(
+            "error: --slice and --until-failure do not go together (each slice would stop at its own first failure; the slices would not merge into one campaign)"
+        );
+        return ExitCode::from(2);
+    }
     let jobs = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(schedules)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} schedules  {per_sec}  eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let (slice_start, slice_len) = slice.range(seed_start, schedules);
+    if out.slice.is_some() {
+        println!(
+            "slice {slice} of seeds {seed_start}..{}: seeds {slice_start}..{} ({slice_len} schedules)",
+            seed_start.saturating_add(schedules),
+            slice_start.saturating_add(slice_len)
+        );
+    }
+    let reporter = progress::Reporter::new(
+        format!("fuzz {}", sc.name),
+        slice_len,
+        "schedules",
+        "failures",
+        quiet,
+        opts.until_failure,
     );
     let started = WallClock::now();
-    let progress = |n: u64| bar.set_position(n);
+    let observe = |t: campaign::Tick| reporter.tick(t.done, t.failures);
     let run = |sc: &Arc<Scenario>, seed, mode| host::run_seed(host, sc, seed, mode).0;
-    let sum = campaign::fuzz_with_runner(&sc, seed_start, schedules, jobs, opts, &progress, &run);
-    bar.finish_and_clear();
+    let sum = campaign::fuzz_observed_on(
+        &sc, seed_start, schedules, slice, jobs, opts, &observe, &run,
+    );
+    reporter.finish(sum.schedules, sum.failures.len() as u64);
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let ran = sum.schedules;
+    let seed_start = sum.seed_start;
     println!(
         "scenario {}: {} schedules (seeds {}..{}) on {} jobs in {:.1}s: {:.0} schedules/s, {:.2} M events/s",
         sc.name,
@@ -411,8 +541,14 @@ fn cmd_fuzz(
         "totals: events {}  sends {}  deliveries {}  drops {}  rebalances {}",
         t.events, t.sends, t.deliveries, t.drops, t.rebalances
     );
+    println!(
+        "buffer high-water mark: {} messages (the most a region buffered at once, in any schedule)",
+        t.buffer_high_water
+    );
     if let Some(k) = opts.check_determinism {
-        let checked = ran.div_ceil(k);
+        // Counted from the campaign's first seed, also in a slice.
+        let base = slice.offset(schedules);
+        let checked = (base + ran).div_ceil(k) - base.div_ceil(k);
         let bad = sum
             .failures
             .iter()
@@ -425,6 +561,26 @@ fn cmd_fuzz(
         if let Err(e) = write_atomic(p, &json) {
             eprintln!("error: {}: cannot write summary: {e}", p.display());
             return ExitCode::from(2);
+        }
+    }
+    if let Some(dir) = &out.report {
+        let input = shardsim::report::ReportInput {
+            scenario: &sc,
+            scenario_path: path,
+            summary: &sum,
+            samples: &reporter.samples(),
+            jobs,
+        };
+        match shardsim::report::write_report(dir, &input) {
+            Ok(w) => println!(
+                "report: {} figures and {}",
+                w.files.len() - 1,
+                dir.join("index.md").display()
+            ),
+            Err(e) => {
+                eprintln!("error: --report {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
         }
     }
     if let Some(c) = &corpus {
@@ -471,11 +627,27 @@ fn cmd_fuzz(
     } else if expected != Outcome::None && sum.expected_found == 0 {
         println!("FAILED: the scenario expects `{expected}`, but no schedule showed it");
         code = ExitCode::from(1);
+    } else if let Some(check) = sc
+        .expect
+        .rate_band()
+        .filter(|_| !opts.until_failure)
+        .map(|band| campaign::rate_check(sum.expected_found, ran, band))
+        .filter(|c| !c.ok())
+    {
+        // `[expect] rate`: far outside the band (the band misses the rate's 99.9 % interval).
+        println!("FAILED: `{expected}` {}: far outside it", check.describe());
+        code = ExitCode::from(1);
     } else if expected != Outcome::None {
         println!(
             "ok: expected `{expected}` found in {} of {} schedules",
             sum.expected_found, ran
         );
+        if let Some(band) = sc.expect.rate_band().filter(|_| !opts.until_failure) {
+            println!(
+                "ok: {}",
+                campaign::rate_check(sum.expected_found, ran, band).describe()
+            );
+        }
     } else {
         println!("ok: no violation");
     }
@@ -728,6 +900,7 @@ fn cmd_shrink(
     out: Option<PathBuf>,
     max_runs: u64,
     seed_tries: u64,
+    quiet: bool,
 ) -> ExitCode {
     use shardsim::shrink::{self, secs, ShrinkError, ShrinkOptions};
     let sc = match load(path) {
@@ -745,7 +918,17 @@ fn cmd_shrink(
         max_runs,
         seed_tries,
     };
-    let res = match shrink::shrink(&sc, seed, opts) {
+    let reporter = progress::Reporter::new(
+        format!("shrink {} seed {seed}", sc.name),
+        max_runs,
+        "replays",
+        "reductions kept",
+        quiet,
+        true,
+    );
+    let res = shrink::shrink_observed(&sc, seed, opts, &|runs, kept| reporter.tick(runs, kept));
+    reporter.finish(0, 0);
+    let res = match res {
         Ok(r) => r,
         Err(e @ ShrinkError::NoFailure { .. }) => {
             eprintln!("error: {}: {e}", path.display());
@@ -821,5 +1004,79 @@ fn cmd_shrink(
     );
     println!("written to {}", out.display());
     println!("  replay: {}", replay_command(&out, res.seed));
+    ExitCode::SUCCESS
+}
+
+// ---------------------------------------------------------------------------------------------
+// explain (issue 13 items 1-2)
+
+fn cmd_explain(input: &Path, seed: Option<u64>, pictures: Option<PathBuf>) -> ExitCode {
+    let is_scenario = seed.is_some() || input.extension().is_some_and(|e| e == "toml");
+    let (text, name) = if is_scenario {
+        let Some(seed) = seed else {
+            eprintln!(
+                "error: {}: explain a scenario with --seed N",
+                input.display()
+            );
+            return ExitCode::from(2);
+        };
+        let sc = match load(input) {
+            Ok(s) => s,
+            Err(c) => return c,
+        };
+        (
+            shardsim::explain::rerun(&sc, seed),
+            format!("{}-seed{seed}", sc.name),
+        )
+    } else {
+        match std::fs::read_to_string(input) {
+            Ok(t) => (
+                t,
+                input
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "trace".into()),
+            ),
+            Err(e) => {
+                eprintln!("error: {}: cannot read: {e}", input.display());
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let e = match shardsim::explain::explain_text(&text) {
+        Ok(e) => e,
+        Err(shardsim::explain::ExplainError::NoViolation) => {
+            match seed {
+                Some(s) => eprintln!(
+                    "error: {} seed {s}: the run breaks no invariant: nothing to explain (find a failing seed with `shardsim fuzz {} --until-failure`)",
+                    input.display(),
+                    input.display()
+                ),
+                None => eprintln!(
+                    "error: {}: the trace breaks no invariant: nothing to explain",
+                    input.display()
+                ),
+            }
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            eprintln!("error: {}:{err}", input.display());
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", shardsim::explain::story(&e));
+    if let Some(dir) = pictures {
+        for (ext, body) in [
+            ("md", shardsim::explain::draw::mermaid(&e, &name)),
+            ("svg", shardsim::explain::draw::svg(&e, &name)),
+        ] {
+            let p = dir.join(format!("{name}.{ext}"));
+            if let Err(err) = write_atomic(&p, body.as_bytes()) {
+                eprintln!("error: {}: cannot write: {err}", p.display());
+                return ExitCode::from(2);
+            }
+            println!("wrote {}", p.display());
+        }
+    }
     ExitCode::SUCCESS
 }

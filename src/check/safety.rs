@@ -277,6 +277,34 @@ impl Safety {
         None
     }
 
+    /// Whether `seq` of (sender, entity) was delivered (message conservation).
+    pub(super) fn was_delivered(&self, sender: SenderId, entity: EntityId, seq: u64) -> bool {
+        let (s, e) = (sender.0 as usize, entity.0 as usize);
+        match self.dense.get(s).and_then(|row| row.get(e)) {
+            Some(p) => p.was_delivered(seq),
+            None => self
+                .pairs
+                .get(&(sender, entity))
+                .is_some_and(|p| p.was_delivered(seq)),
+        }
+    }
+
+    /// Every (sender, entity) pair with the highest seq sent (seqs 1..=that were all sent).
+    pub(super) fn sent_pairs(&self) -> impl Iterator<Item = (SenderId, EntityId, u64)> + '_ {
+        let dense = self.dense.iter().enumerate().flat_map(|(s, row)| {
+            row.iter()
+                .enumerate()
+                .filter(|(_, p)| p.sent_max > 0)
+                .map(move |(e, p)| (SenderId(s as u32), EntityId(e as u32), p.sent_max))
+        });
+        let sparse = self
+            .pairs
+            .iter()
+            .filter(|(_, p)| p.sent_max > 0)
+            .map(|((s, e), p)| (*s, *e, p.sent_max));
+        dense.chain(sparse)
+    }
+
     /// Live incarnations of `entity`.
     pub(super) fn live_incarnations(&self, entity: EntityId) -> &[(NodeId, u64)] {
         self.live

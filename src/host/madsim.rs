@@ -602,7 +602,7 @@ impl Shared {
         if !s.node.as_ref().is_some_and(|n| n.has_role(Role::Region)) {
             return next;
         }
-        let env = self.workload.message(sender);
+        let env = self.workload.message(sender, now);
         self.stats.sends += 1;
         let shard = match self.shared_shards.get(env.entity.0 as usize) {
             Some(s) => *s,

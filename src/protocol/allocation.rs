@@ -132,6 +132,8 @@ pub struct LeastShardAllocationStrategy {
     /// The suitability ordering prefers regions on the highest app version (2.6.10, PR
     /// akka#29548). Off: Akka before 2.6.10 (the `rebalance-during-rolling-update` option).
     pub prefers_newest_app_version: bool,
+    /// The `new-allocation-rounds-down` mutation: the new algorithm's `optimal` is ⌊N / R⌋.
+    pub optimal_rounds_down: bool,
 }
 
 impl LeastShardAllocationStrategy {
@@ -140,6 +142,7 @@ impl LeastShardAllocationStrategy {
         LeastShardAllocationStrategy {
             settings,
             prefers_newest_app_version: true,
+            optimal_rounds_down: false,
         }
     }
 
@@ -217,7 +220,11 @@ impl LeastShardAllocationStrategy {
         let relative = (self.settings.rebalance_relative_limit * shard_count as f64) as i64;
         let absolute = i64::from(self.settings.rebalance_absolute_limit);
         let limit = usize::try_from(relative.min(absolute).max(1)).unwrap_or(1);
-        let optimal = shard_count.div_ceil(region_count);
+        let optimal = if self.optimal_rounds_down {
+            shard_count / region_count // broken variant (tests only)
+        } else {
+            shard_count.div_ceil(region_count)
+        };
 
         // Phase 1: the oldest allocations above `optimal` of every over-loaded region.
         let mut selected: Vec<ShardId> = Vec::new();
@@ -235,7 +242,7 @@ impl LeastShardAllocationStrategy {
         // Phase 2: regions at least 2 below optimal take one head shard from each full region.
         let below: usize = sorted
             .iter()
-            .map(|e| (optimal - 1).saturating_sub(e.shards.len()))
+            .map(|e| optimal.saturating_sub(1).saturating_sub(e.shards.len()))
             .sum();
         if below == 0 {
             return BTreeSet::new();

@@ -1358,6 +1358,12 @@ impl Coordinator {
             },
             out,
         );
+        if self.options.mutation == Mutation::CoordinatorAnswersBeforeWrite {
+            // Broken on purpose: Akka answers only once the write is durable (SC:1396-1441).
+            if let Some(r) = requester {
+                out.send(r, Msg::ShardHome { shard, region });
+            }
+        }
     }
 
     fn send_host_shard(&mut self, shard: ShardId, region: RegionRef, out: &mut Outbox) {

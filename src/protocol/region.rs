@@ -84,6 +84,11 @@ pub struct Region {
     graceful: bool,
     /// The region has stopped (its node still runs until it leaves the cluster).
     stopped: bool,
+    /// The most messages this region buffered at once (the summary's buffer high-water mark).
+    buffered_high_water: usize,
+    /// `Mutation::RegionKeepsStaleEntities` only: per shard handed off, the entity actors its
+    /// Shard had at `HandOff`.
+    stale_entities: BTreeMap<ShardId, Vec<(EntityId, u64)>>,
 }
 
 impl Region {
@@ -109,6 +114,8 @@ impl Region {
             starting_starts: BTreeMap::new(),
             graceful: false,
             stopped: false,
+            buffered_high_water: 0,
+            stale_entities: BTreeMap::new(),
         }
     }
 
@@ -587,6 +594,11 @@ impl Region {
     pub fn buffered_total(&self) -> usize {
         self.buffered_total
     }
+
+    /// The most messages this region buffered at once.
+    pub fn buffered_high_water(&self) -> usize {
+        self.buffered_high_water
+    }
     /// Every buffered message, by shard.
     pub fn buffered_messages(&self) -> impl Iterator<Item = Envelope> + '_ {
         self.buffers.values().flat_map(|b| b.iter().copied())
@@ -822,6 +834,7 @@ impl Region {
             .get_or_insert_with(shard, VecDeque::new)
             .push_back(env);
         self.buffered_total += 1;
+        self.buffered_high_water = self.buffered_high_water.max(self.buffered_total);
     }
 
     fn take_buffer(&mut self, shard: ShardId) -> VecDeque<Envelope> {
@@ -870,7 +883,10 @@ impl Region {
         let uid = self.next_shard_uid;
         self.next_shard_uid = self.next_shard_uid.wrapping_add(1);
         // `now` only matters to the Shard's idle clock, which starts at its first message.
-        let s = Shard::new(shard, uid, self.cfg.clone(), Instant::ZERO, out);
+        let mut s = Shard::new(shard, uid, self.cfg.clone(), Instant::ZERO, out);
+        if let Some(stale) = self.stale_entities.remove(&shard) {
+            s.revive_stale(&stale, Instant::ZERO); // Mutation::RegionKeepsStaleEntities
+        }
         self.shards.insert(
             shard,
             ShardSlot {
@@ -995,6 +1011,9 @@ impl Region {
                 return;
             }
         }
+        if self.cfg.options.mutation == Mutation::RegionDiscardsBufferOnHostShard {
+            self.take_buffer(shard);
+        }
         self.deliver_buffer_locally(shard, out);
         out.send(from, Msg::ShardStarted { shard });
     }
@@ -1002,6 +1021,9 @@ impl Region {
     /// `BeginHandOff` (§5.4): forget the home so new messages buffer; ack (even for a shard
     /// this region never knew).
     fn on_begin_hand_off(&mut self, from: Addr, shard: ShardId, out: &mut Outbox) {
+        if self.cfg.options.mutation == Mutation::RegionForgetsAcknowledgedShard {
+            self.kill_shard(shard, StopReason::HandOff, out);
+        }
         let previous = self.region_by_shard.remove(&shard);
         match previous {
             Some(owner) if self.cfg.options.handoff_ack_via_owner && owner != self.me => {
@@ -1035,6 +1057,10 @@ impl Region {
         match self.shards.get_mut(&shard) {
             Some(slot) if slot.initialized || !legacy => {
                 slot.handing_off = true;
+                if self.cfg.options.mutation == Mutation::RegionKeepsStaleEntities {
+                    self.stale_entities
+                        .insert(shard, slot.shard.live_entities());
+                }
                 let uid = slot.shard.uid();
                 out.local(
                     Local::ToShard {

@@ -199,6 +199,37 @@ pub enum Mutation {
     /// is lost, as on a crash, although the node leaves gracefully (breaks
     /// graceful-leave-loss).
     GracefulShutdownWithoutHandOff,
+    /// A region that receives `HostShard` discards what it buffered for the shard instead of
+    /// delivering it to the Shard (SR:925-934 delivers it): the messages vanish without a
+    /// drop. Issue 17's first example: only the end-of-run accounting sees it (breaks
+    /// message-lost).
+    RegionDiscardsBufferOnHostShard,
+    /// The singleton manager of one node (the member with the highest node id in its own
+    /// view) orders members by age backwards: as the youngest it takes itself for the
+    /// oldest and runs a second coordinator, which no region registers with, so it never
+    /// writes to the journal (issue 17's second example; breaks one-coordinator).
+    SingletonReversedAgeOrder,
+    /// A region drops a Shard it acknowledged with `ShardStarted` when `BeginHandOff`
+    /// arrives, killing its entities, instead of keeping it until `HandOff` (§5.4); the
+    /// coordinator still counts it hosted there (breaks hosting-ack).
+    RegionForgetsAcknowledgedShard,
+    /// The new allocation algorithm (§10.4) computes `optimal` as ⌊N / R⌋ instead of
+    /// ⌈N / R⌉: with N not a multiple of R, phase 1 always finds a region above `optimal`, and
+    /// its shard goes to a region of the same size, round after round (issue 17: 8,142 →
+    /// 160,000 rebalances in 5,000 schedules; breaks rebalance-quiescence).
+    NewAllocationRoundsDown,
+    /// The coordinator answers `GetShardHome` with `ShardHome` as soon as it decided the
+    /// allocation, before its `ShardHomeAllocated` write is acknowledged (Akka replies only in
+    /// the persist callback, SC:1396-1441, §4.2). When the write then fails (journal outage,
+    /// the coordinator stops and recovers without it), the requester already started the
+    /// shard and the next coordinator allocates it again elsewhere (breaks at-most-one).
+    CoordinatorAnswersBeforeWrite,
+    /// A region keeps the entity actors a Shard had when it was handed off, and revives them
+    /// (same incarnations, no new start) when the shard comes back to it: a stale cache of
+    /// entity refs across the shard's return, where Akka creates a new Shard with no entity
+    /// (`getShard` creates a new Shard, SR:1399-1437, whose `entities` start empty). Deliveries go to an incarnation that
+    /// terminated at the hand-off (breaks no-duplicate).
+    RegionKeepsStaleEntities,
 }
 
 /// Named protocol options. The defaults are Akka's behaviour.

@@ -265,6 +265,30 @@ impl Shard {
             .map(|r| r.inc)
     }
 
+    /// The live entity actors and their incarnations.
+    pub fn live_entities(&self) -> Vec<(EntityId, u64)> {
+        self.entities
+            .iter()
+            .filter(|(_, r)| r.actor.is_some())
+            .map(|(e, r)| (*e, r.inc))
+            .collect()
+    }
+
+    /// Broken on purpose (`Mutation::RegionKeepsStaleEntities`): records for entity actors
+    /// of an earlier Shard of this shard, revived as Active under their old incarnations
+    /// without a start. Akka's new Shard starts with no entity (SR:1399-1437).
+    pub fn revive_stale(&mut self, stale: &[(EntityId, u64)], now: Instant) {
+        for &(e, inc) in stale {
+            if self.entities.contains_key(&e) {
+                continue;
+            }
+            let mut rec = EntityRec::new(EntityState::Active, now);
+            rec.inc = inc;
+            rec.actor = Some(self.cfg.factory.create(e));
+            self.entities.insert(e, rec);
+        }
+    }
+
     /// Messages buffered for entities.
     pub fn buffered(&self) -> usize {
         self.buffered
@@ -429,7 +453,10 @@ impl Shard {
             StoreReplyKind::StoreStopped => match self.phase {
                 // While loading, the store's crash stops the Shard; the region starts it
                 // again after shard-failure-backoff (SH awaitingRememberedEntities).
-                Phase::Initializing { .. } => self.stop_self(out),
+                Phase::Initializing { .. } => {
+                    out.observe(Observation::ShardLoadFailed(self.id));
+                    self.stop_self(out)
+                }
                 // Running: `rememberEntityStoreCrashed` throws, and the Shard restarts.
                 Phase::Running => self.fail(ShardFailure::StoreStopped, out),
                 _ => {}
@@ -1288,7 +1315,10 @@ impl Shard {
             ShardTimer::RememberEntityTimeout => match self.phase {
                 // §6.1: the load timed out: the Shard stops (the region restarts it after
                 // shard-failure-backoff).
-                Phase::Initializing { loading: true, .. } => self.stop_self(out),
+                Phase::Initializing { loading: true, .. } => {
+                    out.observe(Observation::ShardLoadFailed(self.id));
+                    self.stop_self(out)
+                }
                 // §6.4: a write timed out: the Shard throws.
                 Phase::Running if self.writing => self.fail(ShardFailure::StoreTimeout, out),
                 _ => {}

@@ -81,6 +81,22 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// [`EventQueue::pop`], with the sequence number the event was pushed with.
+    pub fn pop_seq(&mut self) -> Option<(u64, u64, E)> {
+        loop {
+            let Reverse((t, seq, slot)) = self.heap.pop()?;
+            self.free.push(slot);
+            if let Some(ev) = self.slab[slot as usize].take() {
+                return Some((t, seq, ev));
+            }
+        }
+    }
+
+    /// The sequence number of the last event pushed (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.seq
+    }
+
     /// Every queued event, in no particular order (for end-of-run accounting).
     pub fn iter(&self) -> impl Iterator<Item = &E> + '_ {
         self.slab.iter().flatten()

@@ -24,6 +24,32 @@ pub struct Workload {
     interval_us: [u64; 2],
     start: Instant,
     stop: Instant,
+    /// `workload.key-space-growth-ms`, when on: the entity choice draws from here.
+    growth: Option<Growth>,
+}
+
+/// A growing key space (`workload.key-space-growth-ms`): its own stream, so a scenario without
+/// it draws exactly as before.
+struct Growth {
+    rng: Rng,
+    from_us: u64,
+    to_us: u64,
+}
+
+impl Growth {
+    /// How many of a population of `pop` are addressed at `now`: one until `from`, then a
+    /// share growing linearly to all of them at `to` (at least one).
+    fn addressed(&self, pop: u64, now: Instant) -> u64 {
+        if now.0 >= self.to_us {
+            return pop;
+        }
+        if now.0 < self.from_us {
+            return 1;
+        }
+        let span = u128::from(self.to_us - self.from_us);
+        let n = (u128::from(pop) * u128::from(now.0 - self.from_us)).div_ceil(span);
+        (n as u64).clamp(1, pop)
+    }
 }
 
 impl Workload {
@@ -50,6 +76,12 @@ impl Workload {
             }
         }
         let [lo, hi] = sc.workload.interval_ms;
+        let [from, to] = sc.workload.key_space_growth_ms;
+        let growth = (to > 0).then(|| Growth {
+            rng: Rng::fork(seed, Stream::WorkloadGrowth),
+            from_us: from * 1000,
+            to_us: to * 1000,
+        });
         Workload {
             senders,
             rng,
@@ -58,6 +90,7 @@ impl Workload {
             interval_us: [lo * 1000, hi * 1000],
             start: Instant(0) + Duration::from_millis(sc.workload.start_ms),
             stop: Instant(0) + Duration::from_millis(sc.workload.stop_ms),
+            growth,
         }
     }
 
@@ -94,14 +127,26 @@ impl Workload {
         (next <= self.stop).then_some(next)
     }
 
-    /// The next message of `sender`: a drawn entity and its next sequence number.
+    /// The next message of `sender` at `now`: a drawn entity and its next sequence number.
     #[inline]
-    pub fn message(&mut self, sender: u32) -> Envelope {
+    pub fn message(&mut self, sender: u32, now: Instant) -> Envelope {
         let s = &mut self.senders[sender as usize];
-        let entity = if s.focus.is_empty() {
-            EntityId(self.rng.range(0, u64::from(self.entities) - 1) as u32)
+        let pop = if s.focus.is_empty() {
+            u64::from(self.entities)
         } else {
-            s.focus[self.rng.range(0, s.focus.len() as u64 - 1) as usize]
+            s.focus.len() as u64
+        };
+        let idx = match &mut self.growth {
+            None => self.rng.range(0, pop - 1),
+            Some(g) => {
+                let n = g.addressed(pop, now);
+                g.rng.range(0, n - 1)
+            }
+        };
+        let entity = if s.focus.is_empty() {
+            EntityId(idx as u32)
+        } else {
+            s.focus[idx as usize]
         };
         let slot = &mut s.seqs[entity.0 as usize];
         *slot += 1;
@@ -110,5 +155,33 @@ impl Workload {
             entity,
             seq: *slot,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_growing_key_space_addresses_one_entity_then_more_then_all() {
+        let g = Growth {
+            rng: Rng::fork(0, Stream::WorkloadGrowth),
+            from_us: 1_000_000,
+            to_us: 11_000_000,
+        };
+        assert_eq!(g.addressed(100, Instant(0)), 1);
+        assert_eq!(g.addressed(100, Instant(999_999)), 1);
+        assert_eq!(g.addressed(100, Instant(1_000_000)), 1);
+        assert_eq!(g.addressed(100, Instant(6_000_000)), 50);
+        assert_eq!(g.addressed(100, Instant(6_000_001)), 51);
+        assert_eq!(g.addressed(100, Instant(11_000_000)), 100);
+        assert_eq!(g.addressed(3, Instant(20_000_000)), 3);
+        let step = Growth {
+            from_us: 5,
+            to_us: 5,
+            ..g
+        };
+        assert_eq!(step.addressed(7, Instant(4)), 1);
+        assert_eq!(step.addressed(7, Instant(5)), 7);
     }
 }
