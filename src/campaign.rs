@@ -195,6 +195,30 @@ pub fn fuzz_observed(
     opts: FuzzOptions,
     observe: Observer<'_>,
 ) -> Summary {
+    fuzz_observed_on(
+        sc,
+        seed_start,
+        schedules,
+        slice,
+        jobs,
+        opts,
+        observe,
+        &|sc, seed, mode| run_seed(sc, seed, mode).0,
+    )
+}
+
+/// [`fuzz_observed`] with each seed run by `run` (another host, e.g. the madsim host).
+#[allow(clippy::too_many_arguments)]
+pub fn fuzz_observed_on(
+    sc: &Arc<Scenario>,
+    seed_start: u64,
+    schedules: u64,
+    slice: Slice,
+    jobs: usize,
+    opts: FuzzOptions,
+    observe: Observer<'_>,
+    run: Runner<'_>,
+) -> Summary {
     let (start, len) = slice.range(seed_start, schedules);
     fuzz_impl(
         sc,
@@ -204,7 +228,7 @@ pub fn fuzz_observed(
         jobs,
         opts,
         observe,
-        &|sc, seed, mode| run_seed(sc, seed, mode).0,
+        run,
     )
 }
 
@@ -218,7 +242,30 @@ struct Chunk {
     failures: Vec<Failure>,
 }
 
-type Runner<'a> = &'a (dyn Fn(&Arc<Scenario>, u64, TraceMode) -> RunResult + Sync);
+/// How one seed runs (the own world's [`run_seed`], or another host's).
+pub type Runner<'a> = &'a (dyn Fn(&Arc<Scenario>, u64, TraceMode) -> RunResult + Sync);
+
+/// [`fuzz_with`] with each seed run by `run` (another host, e.g. the madsim host).
+pub fn fuzz_with_runner(
+    sc: &Arc<Scenario>,
+    seed_start: u64,
+    schedules: u64,
+    jobs: usize,
+    opts: FuzzOptions,
+    progress: Progress<'_>,
+    run: Runner<'_>,
+) -> Summary {
+    fuzz_observed_on(
+        sc,
+        seed_start,
+        schedules,
+        Slice::WHOLE,
+        jobs,
+        opts,
+        &|t: Tick| progress(t.done),
+        run,
+    )
+}
 
 /// One seed: its counters and failures (a violation, and a determinism failure if asked).
 fn one_seed(
@@ -485,6 +532,15 @@ pub fn replay_command(scenario_path: &Path, seed: u64) -> String {
         "cargo run --release -- run {} --seed {seed} --trace shardsim-{seed}.jsonl",
         scenario_path.display()
     )
+}
+
+/// [`replay_command`] on a host other than the own world (`--host madsim`).
+pub fn replay_command_on(scenario_path: &Path, seed: u64, host: &str) -> String {
+    let own = replay_command(scenario_path, seed);
+    if host == "own" {
+        return own;
+    }
+    own.replacen(" -- run ", &format!(" -- run --host {host} "), 1)
 }
 
 /// The exact command that shrinks one failing seed of a scenario file to a minimal scenario.

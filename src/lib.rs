@@ -10,12 +10,14 @@
 //! - [`check`]: invariants checked after every event (at-most-one, per-sender order, no
 //!   duplicate); the first violation ends the schedule.
 //! - [`trace`]: the JSON Lines trace, complete enough to re-check every invariant from the file.
+//! - [`host`]: other hosts of the same `Node` (madsim).
 //! - [`scenario`]: TOML scenario files; [`fault`]: the typed faults their fault plans become.
 //!
 //! Same scenario, same seed, same binary: byte-identical trace.
 
 #![warn(missing_docs)]
 
+pub mod agree;
 pub mod bare;
 pub mod campaign;
 pub mod check;
@@ -23,6 +25,7 @@ pub mod ddata;
 pub mod explain;
 pub mod fault;
 pub mod gen;
+pub mod host;
 pub mod ids;
 pub mod input;
 pub mod membership;

@@ -951,6 +951,20 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     (!k.is_empty()).then(|| k.to_string())
 }
 
+/// A scenario error about `field` of the file at `path` (its line, or its table's when the
+/// file leaves it to its default): for a host that cannot run what the field asks.
+pub fn field_error(path: &Path, field: &str, message: String) -> ScenarioError {
+    let line = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| line_of_field_or_table(&text, field));
+    ScenarioError {
+        file: path.to_path_buf(),
+        line,
+        field: Some(field.to_string()),
+        message,
+    }
+}
+
 /// The line of a dotted field, or, when the file leaves the field to its default, of the
 /// nearest table around it that the file has (`[liveness]` for `liveness.quiet-ms`).
 fn line_of_field_or_table(text: &str, field: &str) -> Option<usize> {

@@ -26,8 +26,7 @@ use crate::protocol::region::RegionConfig;
 use crate::protocol::settings::RememberStore;
 use crate::protocol::{
     Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
-    MemberStatus, Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreReplyKind,
-    StoreRequest,
+    MemberStatus, Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreRequest,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -203,6 +202,72 @@ struct Slot {
     disk: BTreeMap<Key, Data>,
 }
 
+/// What every node of a run shares, built from the scenario (for every host), and the shard of
+/// each entity id when every region shares one extractor (empty otherwise).
+pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, Vec<ShardId>) {
+    // The schedule's seed salts the per-incarnation hash (§12 B8): each schedule has its
+    // own disagreement between incarnations, the same on every replay.
+    let extractors = Extractors::new(
+        sc.entities.extractor,
+        sc.entities.shards,
+        sc.entities.count,
+        seed,
+    )
+    .with_first_generation(sc.cluster.nodes);
+    let shared_shards = match extractors.shared() {
+        Some(x) => (0..sc.entities.count)
+            .map(|e| x.shard_id(EntityId(e)))
+            .collect(),
+        None => Vec::new(),
+    };
+    let node_cfg = Arc::new(NodeConfig {
+        region: Arc::new(RegionConfig {
+            settings: sc.settings.clone(),
+            options: sc.options.clone(),
+            extractors,
+            factory: Arc::new(RecordingFactory),
+        }),
+        membership: crate::membership::MembershipConfig {
+            // The leader's gate reads the one `min-nr-of-members` setting (§9.2).
+            min_nr_of_members: crate::membership::MinMembers {
+                count: sc.settings.min_nr_of_members,
+                of_role: sc.settings.role.is_some(),
+            },
+            ..sc.membership.clone()
+        },
+        entities: sc.entities.count,
+    });
+    (node_cfg, shared_shards)
+}
+
+/// The events a run's trace starts with: what the checker checks (a trace file is re-checked
+/// from itself), for every host.
+pub fn preamble(sc: &Scenario) -> Vec<TraceEvent> {
+    let mut out = vec![TraceEvent::CheckConfig {
+        single_writer: sc.journal.check_single_writer,
+        liveness: sc.liveness.enabled,
+        handoff_timeout_ms: sc.settings.handoff_timeout_ms,
+    }];
+    if sc.liveness.check_graceful_shutdown {
+        out.push(TraceEvent::GracefulShutdownCheck);
+    }
+    if sc.settings.remember_entities {
+        // How long a remembered entity may legitimately be down after its last stop:
+        // its restart back-off, or its Shard's failed load, back-off and reload (§6.4).
+        let st = &sc.settings;
+        let e = &sc.entities;
+        let slack_ms = st
+            .entity_restart_backoff_ms
+            .max(st.waiting_for_state_timeout_ms + st.shard_failure_backoff_ms)
+            + st.updating_state_timeout_ms
+            + e.stop_ms[1]
+            + e.shard_init_ms[1]
+            + 1_000;
+        out.push(TraceEvent::RememberConfig { slack_ms });
+    }
+    out
+}
+
 /// One simulated cluster running one schedule.
 pub struct World {
     sc: Arc<Scenario>,
@@ -247,38 +312,7 @@ impl World {
             None => (sc, None),
         };
         let n = sc.cluster.nodes as usize;
-        // The schedule's seed salts the per-incarnation hash (§12 B8): each schedule has its
-        // own disagreement between incarnations, the same on every replay.
-        let extractors = Extractors::new(
-            sc.entities.extractor,
-            sc.entities.shards,
-            sc.entities.count,
-            seed,
-        )
-        .with_first_generation(sc.cluster.nodes);
-        let shared_shards = match extractors.shared() {
-            Some(x) => (0..sc.entities.count)
-                .map(|e| x.shard_id(EntityId(e)))
-                .collect(),
-            None => Vec::new(),
-        };
-        let node_cfg = Arc::new(NodeConfig {
-            region: Arc::new(RegionConfig {
-                settings: sc.settings.clone(),
-                options: sc.options.clone(),
-                extractors,
-                factory: Arc::new(RecordingFactory),
-            }),
-            membership: crate::membership::MembershipConfig {
-                // The leader's gate reads the one `min-nr-of-members` setting (§9.2).
-                min_nr_of_members: crate::membership::MinMembers {
-                    count: sc.settings.min_nr_of_members,
-                    of_role: sc.settings.role.is_some(),
-                },
-                ..sc.membership.clone()
-            },
-            entities: sc.entities.count,
-        });
+        let (node_cfg, shared_shards) = node_config(&sc, seed);
         let slots = (0..n as u32)
             .map(|i| Slot {
                 up: false,
@@ -321,27 +355,8 @@ impl World {
             sc,
         };
         // What the checker checks, first: a trace file is re-checked from itself.
-        w.emit(TraceEvent::CheckConfig {
-            single_writer: w.sc.journal.check_single_writer,
-            liveness: w.sc.liveness.enabled,
-            handoff_timeout_ms: w.sc.settings.handoff_timeout_ms,
-        });
-        if w.sc.liveness.check_graceful_shutdown {
-            w.emit(TraceEvent::GracefulShutdownCheck);
-        }
-        if w.sc.settings.remember_entities {
-            // How long a remembered entity may legitimately be down after its last stop:
-            // its restart back-off, or its Shard's failed load, back-off and reload (§6.4).
-            let st = &w.sc.settings;
-            let e = &w.sc.entities;
-            let slack_ms = st
-                .entity_restart_backoff_ms
-                .max(st.waiting_for_state_timeout_ms + st.shard_failure_backoff_ms)
-                + st.updating_state_timeout_ms
-                + e.stop_ms[1]
-                + e.shard_init_ms[1]
-                + 1_000;
-            w.emit(TraceEvent::RememberConfig { slack_ms });
+        for ev in preamble(&w.sc) {
+            w.emit(ev);
         }
         // Joins, in node order at equal times: the first to join is the oldest.
         let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.sc.join_at_ms(i), i)).collect();
@@ -769,41 +784,10 @@ impl World {
         if !self.net.ok(node.0 as usize, j, epoch) || !self.journal.available {
             return;
         }
-        let kind = match req.op {
-            StoreOp::GetEntities => {
-                let entities: Vec<EntityId> = self
-                    .journal
-                    .shard_stores
-                    .get(&req.shard)
-                    .map(|s| s.iter().copied().collect())
-                    .unwrap_or_default();
-                self.emit(TraceEvent::StoreRead {
-                    node,
-                    shard: req.shard,
-                    entities: entities.clone(),
-                });
-                StoreReplyKind::Remembered(entities)
-            }
-            StoreOp::Update { started, stopped } => {
-                if self.journal.failing {
-                    return;
-                }
-                let set = self.journal.shard_stores.entry(req.shard).or_default();
-                for e in &started {
-                    set.insert(*e);
-                }
-                for e in &stopped {
-                    set.remove(e);
-                }
-                self.emit(TraceEvent::StoreWrite {
-                    node,
-                    shard: req.shard,
-                    started,
-                    stopped,
-                });
-                StoreReplyKind::UpdateDone
-            }
+        let Some((kind, ev)) = self.journal.serve_store(node, &req) else {
+            return;
         };
+        self.emit(ev);
         if let Some((at, epoch)) = self.net.schedule(self.now, j, node.0 as usize, 0) {
             self.push(
                 at,
@@ -1088,91 +1072,102 @@ impl World {
 
     fn on_observation(&mut self, node: NodeId, obs: Observation, incarnation: u64) {
         match obs {
-            Observation::EntityStarted { entity, shard, .. } => {
-                self.stats.entity_starts += 1;
-                self.emit(TraceEvent::EntityStarted {
-                    entity,
-                    shard,
-                    node,
-                    incarnation,
-                });
-            }
-            Observation::EntityStopped { entity, reason, .. } => {
-                self.emit(TraceEvent::EntityStopped {
-                    entity,
-                    node,
-                    incarnation,
-                    reason,
-                });
-            }
             Observation::Delivered { env, .. } => self.delivered(env, incarnation),
             Observation::Dropped { env, reason } => self.drop_msg(node, env, reason),
-            Observation::ShardHosted(shard) => self.emit(TraceEvent::ShardHosted { shard, node }),
-            Observation::ShardUnhosted(shard) => {
-                self.emit(TraceEvent::ShardUnhosted { shard, node })
-            }
-            Observation::RebalanceStarted { shard, from } => {
-                self.stats.rebalances += 1;
-                self.emit(TraceEvent::RebalanceStarted {
-                    shard,
-                    from: from.node,
-                    coordinator: node,
-                });
-            }
-            Observation::RebalanceDone { shard, ok } => {
-                if ok {
-                    self.stats.rebalances_done += 1;
+            obs => {
+                let traced = self.tracer.on();
+                if let Some(ev) = observation_event(node, obs, incarnation, traced, &mut self.stats)
+                {
+                    self.emit(ev);
                 }
-                self.emit(TraceEvent::RebalanceDone {
-                    shard,
-                    ok,
-                    coordinator: node,
-                });
-            }
-            Observation::AllocationDecided { shard, region } => {
-                self.emit(TraceEvent::AllocationDecided {
-                    node,
-                    shard,
-                    region,
-                })
-            }
-            Observation::ShardAllocated { shard, region } => {
-                if self.tracer.on() {
-                    self.emit(TraceEvent::ShardAllocated {
-                        shard,
-                        node: region.node,
-                    });
-                }
-            }
-            Observation::CoordinatorRecovered { .. } => {}
-            Observation::CoordinatorStateLoaded { state } => {
-                self.emit(TraceEvent::CoordinatorStateLoaded {
-                    node,
-                    events: state.as_events(),
-                })
-            }
-            Observation::CoordinatorStateUpdated { event } => {
-                self.emit(TraceEvent::CoordinatorStateUpdated { node, event })
-            }
-            Observation::ShardFailed { shard, cause } => {
-                let (cause, illegal) = match cause {
-                    ShardFailure::Injected => ("injected".to_string(), false),
-                    ShardFailure::StoreTimeout => ("remember store timeout".to_string(), false),
-                    ShardFailure::StoreStopped => ("remember store stopped".to_string(), false),
-                    ShardFailure::IllegalState(s) => (s.to_string(), true),
-                };
-                self.emit(TraceEvent::ShardFailed {
-                    node,
-                    shard,
-                    cause,
-                    illegal,
-                });
-            }
-            Observation::RegionRestarted => self.emit(TraceEvent::RegionRestarted { node }),
-            Observation::ShardLoadFailed(shard) => {
-                self.emit(TraceEvent::ShardLoadFailed { node, shard })
             }
         }
+    }
+}
+
+/// The trace event of a role's observation (a delivery and a drop excepted: the host records
+/// those), counting it in `stats`; `None` when it is not recorded (untraced detail). Shared by
+/// every host.
+pub fn observation_event(
+    node: NodeId,
+    obs: Observation,
+    incarnation: u64,
+    traced: bool,
+    stats: &mut Stats,
+) -> Option<TraceEvent> {
+    match obs {
+        Observation::EntityStarted { entity, shard, .. } => {
+            stats.entity_starts += 1;
+            Some(TraceEvent::EntityStarted {
+                entity,
+                shard,
+                node,
+                incarnation,
+            })
+        }
+        Observation::EntityStopped { entity, reason, .. } => Some(TraceEvent::EntityStopped {
+            entity,
+            node,
+            incarnation,
+            reason,
+        }),
+        // The host records these two itself (the checker's fast doors).
+        Observation::Delivered { .. } | Observation::Dropped { .. } => None,
+        Observation::ShardHosted(shard) => Some(TraceEvent::ShardHosted { shard, node }),
+        Observation::ShardUnhosted(shard) => Some(TraceEvent::ShardUnhosted { shard, node }),
+        Observation::RebalanceStarted { shard, from } => {
+            stats.rebalances += 1;
+            Some(TraceEvent::RebalanceStarted {
+                shard,
+                from: from.node,
+                coordinator: node,
+            })
+        }
+        Observation::RebalanceDone { shard, ok } => {
+            if ok {
+                stats.rebalances_done += 1;
+            }
+            Some(TraceEvent::RebalanceDone {
+                shard,
+                ok,
+                coordinator: node,
+            })
+        }
+        Observation::AllocationDecided { shard, region } => Some(TraceEvent::AllocationDecided {
+            node,
+            shard,
+            region,
+        }),
+        Observation::ShardAllocated { shard, region } => {
+            traced.then_some(TraceEvent::ShardAllocated {
+                shard,
+                node: region.node,
+            })
+        }
+        Observation::CoordinatorRecovered { .. } => None,
+        Observation::CoordinatorStateLoaded { state } => Some(TraceEvent::CoordinatorStateLoaded {
+            node,
+            events: state.as_events(),
+        }),
+        Observation::CoordinatorStateUpdated { event } => {
+            Some(TraceEvent::CoordinatorStateUpdated { node, event })
+        }
+        Observation::ShardFailed { shard, cause } => {
+            let (cause, illegal) = match cause {
+                ShardFailure::Injected => ("injected".to_string(), false),
+                ShardFailure::StoreTimeout => ("remember store timeout".to_string(), false),
+                ShardFailure::StoreStopped => ("remember store stopped".to_string(), false),
+                ShardFailure::IllegalState(s) => (s.to_string(), true),
+            };
+            Some(TraceEvent::ShardFailed {
+                node,
+                shard,
+                cause,
+                illegal,
+            })
+        }
+        Observation::RegionRestarted => Some(TraceEvent::RegionRestarted { node }),
+        Observation::ShardLoadFailed(shard) => Some(TraceEvent::ShardLoadFailed { node, shard }),
     }
 }
 

@@ -56,6 +56,54 @@ fn bad_scenario_files_name_file_line_and_field() {
     assert!(err.contains("tests/data/bad/syntax.toml:2"), "{err}");
 }
 
+/// A setting the madsim host cannot express exits 2 naming file, line and field, on `run`,
+/// `fuzz` and `agree`; the own world runs the same file.
+#[test]
+fn a_setting_the_madsim_host_cannot_express_names_file_line_and_field() {
+    let file = "tests/data/bad/madsim-slow-path.toml";
+    for args in [
+        &["run", "--host", "madsim", file, "--seed", "1"][..],
+        &["fuzz", "--host", "madsim", file, "--schedules", "1"][..],
+    ] {
+        let (code, _, err) = shardsim(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(&format!("{file}:6")), "{args:?}: {err}");
+        assert!(
+            err.contains("`network.slow-probability`"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, out, err) = shardsim(&["run", file, "--seed", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = shardsim(&["agree", file]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("not run: network.slow-probability"), "{out}");
+}
+
+/// On the madsim host, a failure's replay line names the host.
+#[test]
+fn madsim_failures_replay_on_madsim() {
+    let file = "sim-scenarios/hazards/passivation-never-stops.toml";
+    let (code, out, _) = shardsim(&[
+        "fuzz",
+        "--host",
+        "madsim",
+        file,
+        "--schedules",
+        "200",
+        "--until-failure",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("expected liveness seed"), "{out}");
+    assert!(
+        out.contains(
+            "-- run --host madsim sim-scenarios/hazards/passivation-never-stops.toml --seed"
+        ),
+        "{out}"
+    );
+}
+
 #[test]
 fn missing_file_and_bad_arguments_fail_cleanly() {
     let (code, _, err) = shardsim(&["run", "no/such.toml", "--seed", "1"]);

@@ -6,6 +6,7 @@ mod progress;
 
 use clap::{Parser, Subcommand};
 use shardsim::campaign::{self, replay_command, write_atomic, FuzzOptions, Summary};
+use shardsim::host::{self, Host};
 use shardsim::scenario::{Outcome, Scenario};
 use shardsim::slice::{Slice, SliceSpec};
 use shardsim::trace::TraceMode;
@@ -41,6 +42,9 @@ enum Cmd {
         /// Events of context to print before a violation.
         #[arg(long, default_value_t = 25)]
         context: usize,
+        /// The host: the own world, or madsim (the same node state machine on madsim).
+        #[arg(long, value_enum, default_value_t = HostArg::Own)]
+        host: HostArg,
         /// Write the schedule as Chrome trace-event JSON here (opens in ui.perfetto.dev and
         /// chrome://tracing): a process per node, a track per actor, a flow per message.
         #[arg(long, value_name = "FILE")]
@@ -77,6 +81,9 @@ enum Cmd {
         /// corpus, e.g. tests/corpus.jsonl.
         #[arg(long, value_name = "FILE")]
         corpus: Option<PathBuf>,
+        /// The host: the own world, or madsim (the same node state machine on madsim).
+        #[arg(long, value_enum, default_value_t = HostArg::Own)]
+        host: HostArg,
         /// Run only slice I of N (from 0) of the seeds [seed-start, seed-start + schedules):
         /// seeds seed-start + floor(I*schedules/N) up to seed-start +
         /// floor((I+1)*schedules/N). `auto/N` takes I from JOB_COMPLETION_INDEX (Kubernetes
@@ -112,6 +119,10 @@ enum Cmd {
         /// ratio (the machine's load drifts; alternating exposes both sides to it alike).
         #[arg(long, default_value_t = 3)]
         rounds: u32,
+        /// `madsim`: run the own world and the madsim host on the scenario, one after the
+        /// other, and print the events/s of each and their ratio (instead of the bare loop).
+        #[arg(long, value_enum)]
+        host: Option<HostArg>,
     },
     /// Shrink a failing seed to a minimal scenario (fewer faults, nodes, entities, senders, an
     /// earlier end) that still breaks the same invariant, and write it as a scenario file.
@@ -138,6 +149,25 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Agreement between hosts: run scenario files on the madsim host, each clean file on
+    /// --clean-seeds seeds, each violation file until its invariant shows (at most
+    /// --violation-seeds), and write the table.
+    Agree {
+        /// Scenario files (default: every file under sim-scenarios/).
+        files: Vec<PathBuf>,
+        /// Seeds per file that expects `none`.
+        #[arg(long, default_value_t = 200)]
+        clean_seeds: u64,
+        /// At most this many seeds per file that expects a violation.
+        #[arg(long, default_value_t = 2_000)]
+        violation_seeds: u64,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Write the Markdown table here.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Re-check the invariants of a trace file from the file alone.
     CheckTrace {
         /// A JSON Lines trace written by `run --trace`.
@@ -158,6 +188,34 @@ enum Cmd {
         #[arg(long)]
         no_pictures: bool,
     },
+}
+
+/// `--host`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum HostArg {
+    /// The own discrete-event world.
+    Own,
+    /// The madsim host.
+    Madsim,
+}
+
+impl HostArg {
+    fn host(self) -> Host {
+        match self {
+            HostArg::Own => Host::Own,
+            HostArg::Madsim => Host::Madsim,
+        }
+    }
+}
+
+/// Load a scenario the host can run (else exit 2 naming the field).
+fn load_on(path: &Path, host: Host) -> Result<Arc<Scenario>, ExitCode> {
+    let sc = load(path)?;
+    host::validate(host, &sc, path).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })?;
+    Ok(sc)
 }
 
 fn load(path: &Path) -> Result<Arc<Scenario>, ExitCode> {
@@ -182,8 +240,9 @@ fn main() -> ExitCode {
             seed,
             trace,
             context,
+            host,
             perfetto,
-        } => cmd_run(&scenario, seed, trace, context, perfetto),
+        } => cmd_run(&scenario, seed, trace, context, host.host(), perfetto),
         Cmd::Fuzz {
             scenario,
             schedules,
@@ -194,6 +253,7 @@ fn main() -> ExitCode {
             check_determinism,
             until_failure,
             corpus,
+            host,
             slice,
             report,
         } => cmd_fuzz(
@@ -209,13 +269,22 @@ fn main() -> ExitCode {
             },
             corpus,
             FuzzOut { slice, report },
+            host.host(),
         ),
         Cmd::Merge { out, inputs } => cmd_merge(&out, &inputs),
         Cmd::Bench {
             scenario,
             schedules,
+            jobs: _,
+            rounds,
+            host: Some(HostArg::Madsim),
+        } => cmd_bench_hosts(&scenario, schedules, rounds),
+        Cmd::Bench {
+            scenario,
+            schedules,
             jobs,
             rounds,
+            host: _,
         } => cmd_bench(&scenario, schedules, jobs, rounds),
         Cmd::Shrink {
             scenario,
@@ -225,6 +294,13 @@ fn main() -> ExitCode {
             seed_tries,
             quiet,
         } => cmd_shrink(&scenario, seed, out, max_runs, seed_tries, quiet),
+        Cmd::Agree {
+            files,
+            clean_seeds,
+            violation_seeds,
+            jobs,
+            out,
+        } => cmd_agree(files, clean_seeds, violation_seeds, jobs, out),
         Cmd::Explain {
             input,
             seed,
@@ -253,16 +329,20 @@ fn cmd_run(
     seed: u64,
     trace: Option<PathBuf>,
     context: usize,
+    host: Host,
     perfetto: Option<PathBuf>,
 ) -> ExitCode {
-    let sc = match load(path) {
+    let sc = match load_on(path, host) {
         Ok(s) => s,
         Err(c) => return c,
     };
     // With --trace, the causal recorder runs beside the trace (its `step` lines are what
     // `explain TRACE` reads); with --perfetto, the run also records send times for the flows.
-    // The trace and its hash are the same without either.
-    let (r, tracer, causal) = {
+    // The trace and its hash are the same without either. Both are the own world's.
+    let (r, tracer, causal) = if host != Host::Own {
+        let (r, t) = host::run_seed(host, &sc, seed, TraceMode::Full);
+        (r, t, Default::default())
+    } else {
         let mut w = shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full);
         if trace.is_some() {
             w = w.with_causal();
@@ -338,12 +418,18 @@ fn cmd_run(
             for (t, e) in &ev[from..] {
                 println!("  {}", e.to_json(*t));
             }
-            println!("\nreplay: {}", replay_command(path, seed));
+            println!(
+                "\nreplay: {}",
+                campaign::replay_command_on(path, seed, host.name())
+            );
             if v.invariant == sc.expect.outcome {
                 println!("outcome: {} (expected by the scenario)", v.invariant);
                 ExitCode::SUCCESS
             } else {
-                println!("shrink: {}", campaign::shrink_command(path, seed));
+                // The shrinker replays on the own world only.
+                if host == Host::Own {
+                    println!("shrink: {}", campaign::shrink_command(path, seed));
+                }
                 println!("outcome: {} (UNEXPECTED)", v.invariant);
                 ExitCode::from(1)
             }
@@ -368,8 +454,9 @@ fn cmd_fuzz(
     opts: FuzzOptions,
     corpus: Option<PathBuf>,
     out: FuzzOut,
+    host: Host,
 ) -> ExitCode {
-    let sc = match load(path) {
+    let sc = match load_on(path, host) {
         Ok(s) => s,
         Err(c) => return c,
     };
@@ -429,7 +516,10 @@ fn cmd_fuzz(
     );
     let started = WallClock::now();
     let observe = |t: campaign::Tick| reporter.tick(t.done, t.failures);
-    let sum = campaign::fuzz_observed(&sc, seed_start, schedules, slice, jobs, opts, &observe);
+    let run = |sc: &Arc<Scenario>, seed, mode| host::run_seed(host, sc, seed, mode).0;
+    let sum = campaign::fuzz_observed_on(
+        &sc, seed_start, schedules, slice, jobs, opts, &observe, &run,
+    );
     reporter.finish(sum.schedules, sum.failures.len() as u64);
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let ran = sum.schedules;
@@ -525,7 +615,7 @@ fn cmd_fuzz(
         }
     }
     for f in sum.failures.iter().take(20) {
-        print_failure(path, f, expected);
+        print_failure(path, f, expected, host);
     }
     if sum.failures.len() > 20 {
         println!("... and {} more failing seeds", sum.failures.len() - 20);
@@ -566,7 +656,7 @@ fn cmd_fuzz(
 
 /// One failure: tag, kind (the invariant for a violation), seed, simulated time, detail and
 /// the replay command; for an unexpected violation also the command that shrinks it.
-fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome) {
+fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome, host: Host) {
     let tag = if f.is_expected(expected) {
         "expected"
     } else {
@@ -579,9 +669,10 @@ fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome) {
         f.t_us / 1_000_000,
         f.t_us % 1_000_000,
         f.detail,
-        replay_command(path, f.seed)
+        campaign::replay_command_on(path, f.seed, host.name())
     );
-    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation {
+    // The shrinker replays on the own world only.
+    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation && host == Host::Own {
         println!("  shrink: {}", campaign::shrink_command(path, f.seed));
     }
 }
@@ -680,6 +771,127 @@ fn cmd_bench(path: &Path, schedules: u64, jobs: usize, rounds: u32) -> ExitCode 
         );
     }
     ExitCode::SUCCESS
+}
+
+/// `bench --host madsim`: the own world and the madsim host on the same scenario and seeds,
+/// alternating per round, one job each; events/s of each and the ratio of their speeds.
+fn cmd_bench_hosts(path: &Path, schedules: u64, rounds: u32) -> ExitCode {
+    let sc = match load_on(path, Host::Madsim) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    if schedules == 0 || rounds == 0 {
+        eprintln!("error: --schedules and --rounds must be at least 1");
+        return ExitCode::from(2);
+    }
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        if rounds > 1 {
+            println!("round {round} of {rounds}:");
+        }
+        let mut speed = Vec::new();
+        for h in [Host::Own, Host::Madsim] {
+            let run = |sc: &Arc<Scenario>, seed, mode| host::run_seed(h, sc, seed, mode).0;
+            let started = WallClock::now();
+            let opts = FuzzOptions::default();
+            let sum = campaign::fuzz_with_runner(&sc, 0, schedules, 1, opts, &|_| {}, &run);
+            let secs = started.elapsed().as_secs_f64().max(1e-9);
+            let t = &sum.totals;
+            println!(
+                "bench {} on {:>6}: {} schedules in {:.2}s: {:.2} schedules/s, {:.3} M events/s ({} events, {} deliveries/schedule, {} failing)",
+                sc.name,
+                h.name(),
+                schedules,
+                secs,
+                schedules as f64 / secs,
+                t.events as f64 / secs / 1e6,
+                t.events / schedules,
+                t.deliveries / schedules,
+                sum.failures.len()
+            );
+            speed.push((schedules as f64 / secs, t.events as f64 / secs));
+        }
+        let ratio = speed[0].0 / speed[1].0;
+        println!(
+            "own world / madsim: {ratio:.1}x schedules/s, {:.1}x events/s (1 core each)",
+            speed[0].1 / speed[1].1
+        );
+        ratios.push(ratio);
+    }
+    if rounds > 1 {
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "median over {rounds} rounds: own world {:.1}x madsim in schedules/s (lowest {:.1}x, highest {:.1}x)",
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn cmd_agree(
+    files: Vec<PathBuf>,
+    clean: u64,
+    violation: u64,
+    jobs: usize,
+    out: Option<PathBuf>,
+) -> ExitCode {
+    let root = std::env::current_dir().unwrap_or_default();
+    let files = if files.is_empty() {
+        scenario_files(&root.join("sim-scenarios"))
+    } else {
+        files
+    };
+    let mut rows = Vec::new();
+    for f in &files {
+        match shardsim::agree::agree_file(f, clean, violation, jobs.max(1)) {
+            Ok(r) => {
+                println!("{}: {} ({:.1}s)", f.display(), r.verdict(), r.secs);
+                rows.push(r);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let table = shardsim::agree::markdown(&rows, &root);
+    let bad = rows.iter().filter(|r| r.agrees() == Some(false)).count();
+    let ran = rows.iter().filter(|r| r.agrees().is_some()).count();
+    println!(
+        "agreement: {} of {ran} files agree, {bad} disagree, {} not run",
+        ran - bad,
+        rows.len() - ran
+    );
+    if let Some(p) = &out {
+        if let Err(e) = write_atomic(p, table.as_bytes()) {
+            eprintln!("error: {}: cannot write: {e}", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    if bad > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Every `.toml` file under `dir`, recursively, in path order.
+fn scenario_files(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    entries.sort();
+    let mut out = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(scenario_files(&p));
+        } else if p.extension().is_some_and(|e| e == "toml") {
+            out.push(p);
+        }
+    }
+    out
 }
 
 fn cmd_shrink(

@@ -5,8 +5,27 @@ use super::{Ev, World};
 use crate::fault::Fault;
 use crate::ids::NodeId;
 use crate::node::NodeInput;
+use crate::scenario::Scenario;
 use crate::time::Instant;
 use crate::trace::TraceEvent;
+
+/// The window of sends the liveness phase starting at `now` watches (each must be delivered or
+/// dropped by the run's `end`), for every host.
+pub fn liveness_window(sc: &Scenario, now: Instant, end: Instant) -> (Instant, Instant) {
+    let quiet = sc.liveness.quiet_ms * 1000;
+    let from = Instant(now.0 + quiet / 2);
+    // A message may wait, legitimately, for an entity that is passivating: up to the
+    // passivation stop-timeout (an entity that ignores its stop message), its stop and
+    // its restart. The window closes early enough for that.
+    let stop_timeout = sc.settings.passivation_stop_timeout_ms;
+    let slack = if stop_timeout > 0 {
+        (stop_timeout + sc.entities.stop_ms[1] + 1_000) * 1000
+    } else {
+        0
+    };
+    let to = Instant(end.0.saturating_sub((quiet / 4).max(slack)).max(from.0));
+    (from, to)
+}
 
 impl World {
     /// Cut or heal every link to the journal; it is available exactly while reachable.
@@ -18,23 +37,7 @@ impl World {
     /// The liveness phase: heal every fault and restart crashed nodes; the checker then
     /// watches a window of sends that must each be delivered or dropped by the end.
     pub(super) fn on_liveness_phase(&mut self) {
-        let quiet = self.sc.liveness.quiet_ms * 1000;
-        let from = Instant(self.now.0 + quiet / 2);
-        // A message may wait, legitimately, for an entity that is passivating: up to the
-        // passivation stop-timeout (an entity that ignores its stop message), its stop and
-        // its restart. The window closes early enough for that.
-        let stop_timeout = self.sc.settings.passivation_stop_timeout_ms;
-        let slack = if stop_timeout > 0 {
-            (stop_timeout + self.sc.entities.stop_ms[1] + 1_000) * 1000
-        } else {
-            0
-        };
-        let to = Instant(
-            self.end
-                .0
-                .saturating_sub((quiet / 4).max(slack))
-                .max(from.0),
-        );
+        let (from, to) = liveness_window(&self.sc, self.now, self.end);
         self.emit(TraceEvent::LivenessPhase { from, to });
         self.net.heal_nodes();
         self.set_journal_reachable(true);

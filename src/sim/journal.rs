@@ -1,10 +1,11 @@
 //! The coordinator's journal: an endpoint of the network with its own faults (unavailable,
 //! slow, failing), holding the events written so far.
 
-use crate::ids::{EntityId, ShardId};
-use crate::protocol::CoordinatorEvent;
+use crate::ids::{EntityId, NodeId, ShardId};
+use crate::protocol::{CoordinatorEvent, StoreOp, StoreReplyKind, StoreRequest};
 use crate::rng::{Rng, Stream};
 use crate::scenario::JournalSpec;
+use crate::trace::TraceEvent;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The journal of one run.
@@ -42,6 +43,50 @@ impl Journal {
     pub fn write_latency_us(&mut self) -> u64 {
         let [lo, hi] = self.spec.write_latency_ms;
         self.rng.range(lo * 1000, hi * 1000) + self.extra_latency_us
+    }
+
+    /// The eventsourced remember-entities store (a persistent actor per shard writing to the
+    /// journal, §6.4) serves a request of `node` that reached it: the answer and the trace event
+    /// of what it read or wrote; `None` when a failing journal loses the write (no answer).
+    pub fn serve_store(
+        &mut self,
+        node: NodeId,
+        req: &StoreRequest,
+    ) -> Option<(StoreReplyKind, TraceEvent)> {
+        match &req.op {
+            StoreOp::GetEntities => {
+                let entities: Vec<EntityId> = self
+                    .shard_stores
+                    .get(&req.shard)
+                    .map(|s| s.iter().copied().collect())
+                    .unwrap_or_default();
+                let ev = TraceEvent::StoreRead {
+                    node,
+                    shard: req.shard,
+                    entities: entities.clone(),
+                };
+                Some((StoreReplyKind::Remembered(entities), ev))
+            }
+            StoreOp::Update { started, stopped } => {
+                if self.failing {
+                    return None;
+                }
+                let set = self.shard_stores.entry(req.shard).or_default();
+                for e in started {
+                    set.insert(*e);
+                }
+                for e in stopped {
+                    set.remove(e);
+                }
+                let ev = TraceEvent::StoreWrite {
+                    node,
+                    shard: req.shard,
+                    started: started.clone(),
+                    stopped: stopped.clone(),
+                };
+                Some((StoreReplyKind::UpdateDone, ev))
+            }
+        }
     }
 
     /// Clear every journal fault.
