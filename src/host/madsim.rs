@@ -48,7 +48,7 @@ use crate::sim::journal::Journal;
 use crate::sim::workload::Workload;
 use crate::sim::{RunResult, Stats};
 use crate::time::{Duration, Instant};
-use crate::trace::{TraceEvent, TraceMode, Tracer};
+use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
 use madsim::export::futures::FutureExt;
 use madsim::net::{Endpoint, NetSim, Receiver, Sender};
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -737,17 +737,41 @@ impl Shared {
         }
     }
 
-    /// User messages still on their way: on a channel or queued locally, or buffered in a
-    /// running node.
-    fn user_messages_in_flight(&self) -> u64 {
-        let mut k = self.ledger.len() as u64;
-        for s in &self.slots {
-            k += s.local.values().filter_map(user_message).count() as u64;
-            if s.up {
-                k += s.node.as_ref().map_or(0, |n| n.buffered_user_messages());
+    /// User messages still on their way, each with where it is (as the own world's
+    /// `pending_user_messages`, for the conservation balance): on a channel, queued locally,
+    /// or buffered in a running node's region or Shards. Sorted, so the trace does not depend
+    /// on the host's containers.
+    fn pending_user_messages(&self) -> Vec<(Envelope, NodeId, Place)> {
+        let mut out: Vec<(Envelope, NodeId, Place)> = self
+            .ledger
+            .values()
+            .map(|(to, env)| (*env, *to, Place::Network))
+            .collect();
+        for (i, s) in self.slots.iter().enumerate() {
+            let node = NodeId(i as u32);
+            out.extend(
+                s.local
+                    .values()
+                    .filter_map(user_message)
+                    .map(|env| (env, node, Place::Local)),
+            );
+            if !s.up {
+                continue;
+            }
+            if let Some(r) = s.node.as_ref().and_then(|n| n.region()) {
+                let in_region = r.buffered_messages().count();
+                for (k, env) in r.all_buffered_messages().enumerate() {
+                    let place = if k < in_region {
+                        Place::RegionBuffer
+                    } else {
+                        Place::ShardBuffer
+                    };
+                    out.push((env, node, place));
+                }
             }
         }
-        k
+        out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
+        out
     }
 }
 
@@ -1585,11 +1609,28 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
     let mut w = lock(&sh);
     if w.violation.is_none() {
         w.frozen = false;
-        let in_flight = w.user_messages_in_flight();
-        // The end-of-run verdicts are the checker's, at the end time.
+        // Every message still on its way, for the conservation balance, then the
+        // end-of-run verdicts: the checker's, at the end time.
         let end = w.end;
-        if let Some(v) = w.checker.on_event(end, &TraceEvent::RunEnd { in_flight }) {
-            w.violation = Some(v);
+        let pending = w.pending_user_messages();
+        let in_flight = pending.len() as u64;
+        for (env, node, place) in pending {
+            let ev = TraceEvent::Pending {
+                sender: env.sender,
+                entity: env.entity,
+                seq: env.seq,
+                node,
+                place,
+            };
+            if let Some(v) = w.checker.on_event(end, &ev) {
+                w.violation.get_or_insert(v);
+            }
+            w.tracer.record(end, ev);
+        }
+        if w.violation.is_none() {
+            if let Some(v) = w.checker.on_event(end, &TraceEvent::RunEnd { in_flight }) {
+                w.violation = Some(v);
+            }
         }
         w.tracer.record(end, TraceEvent::RunEnd { in_flight });
     }
