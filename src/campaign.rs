@@ -423,6 +423,9 @@ pub fn add(acc: &mut Stats, s: &Stats) {
     acc.faults += s.faults;
     acc.coordinator_starts += s.coordinator_starts;
     acc.buffer_high_water = acc.buffer_high_water.max(s.buffer_high_water);
+    for (r, n) in &s.drops_by_reason {
+        *acc.drops_by_reason.entry(*r).or_default() += n;
+    }
 }
 
 impl Summary {

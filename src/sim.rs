@@ -68,6 +68,24 @@ pub struct Stats {
     /// maximum over schedules in a campaign, not a sum).
     #[serde(default)]
     pub buffer_high_water: u64,
+    /// The drops by reason (they sum to `drops`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub drops_by_reason: std::collections::BTreeMap<DropReason, u64>,
+}
+
+impl Stats {
+    /// The drops by reason, as `buffer_full 2751, hand_off_buffer 3` (empty without drops).
+    pub fn drops_by_reason_line(&self) -> String {
+        let parts: Vec<String> = self
+            .drops_by_reason
+            .iter()
+            .map(|(r, n)| {
+                let name = serde_json::to_string(r).unwrap_or_default();
+                format!("{} {n}", name.trim_matches('"'))
+            })
+            .collect();
+        parts.join(", ")
+    }
 }
 
 /// The result of one schedule.
@@ -850,6 +868,7 @@ impl World {
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
         self.stats.drops += 1;
+        *self.stats.drops_by_reason.entry(reason).or_default() += 1;
         self.emit(TraceEvent::Drop {
             sender: env.sender,
             entity: env.entity,

@@ -350,6 +350,18 @@ fn the_buffer_high_water_mark_is_shown_and_merged_by_max() {
     let (code, so, se) = shardsim(&["run", file, "--seed", "0"]);
     assert_eq!(code, 0, "{so}{se}");
     assert!(so.contains("buffer high-water mark: 30 messages"), "{so}");
+    // Every drop has its reason in the summary: here all are buffer_full.
+    let drops: u64 = so
+        .split("drops ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("a drops count");
+    assert!(drops > 0, "{so}");
+    assert!(
+        so.contains(&format!("drops by reason: buffer_full {drops}\n")),
+        "{so}"
+    );
     let d = tmp("high-water");
     let (a, b, out) = (d.join("a.json"), d.join("b.json"), d.join("all.json"));
     for (start, f) in [("0", &a), ("5", &b)] {

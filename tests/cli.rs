@@ -511,3 +511,37 @@ fn explain_tells_a_failing_seed_and_a_trace_and_refuses_bad_input() {
     assert_eq!(code, 2);
     assert!(err.contains("--seed"), "{err}");
 }
+
+/// Numeric flags reject nonsense with exit 2 naming the flag: `--jobs 0` (leave it out for all
+/// cores), negative or non-numeric values, and a seed range past the last seed.
+#[test]
+fn numeric_flags_reject_nonsense() {
+    let sc = "sim-scenarios/one-node.toml";
+    for args in [
+        vec!["fuzz", sc, "--jobs", "0"],
+        vec!["fuzz", sc, "--jobs", "-1"],
+        vec!["fuzz", sc, "--jobs", "two"],
+        vec!["fuzz", sc, "--schedules", "-5"],
+        vec!["fuzz", sc, "--schedules", "1e3"],
+        vec!["fuzz", sc, "--seed-start", "18446744073709551616"],
+        vec!["bench", "--jobs", "0"],
+        vec!["agree", sc, "--jobs", "0"],
+        vec!["run", sc, "--seed", "-1"],
+        vec!["shrink", sc, "--seed", "1", "--max-runs", "many"],
+    ] {
+        let (code, _, err) = shardsim(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let flag = args.iter().find(|a| a.starts_with("--")).unwrap();
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+    let (code, _, err) = shardsim(&[
+        "fuzz",
+        sc,
+        "--seed-start",
+        "18446744073709551610",
+        "--schedules",
+        "10",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--seed-start"), "{err}");
+}

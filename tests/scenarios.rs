@@ -1,5 +1,5 @@
 //! Every scenario in `sim-scenarios/` fuzzed over many seeds, each matching its declared
-//! outcome. `SHARDSIM_SEEDS` sets the number of seeds per scenario (default 1,000).
+//! outcome. `SHARDSIM_SEEDS` sets the number of seeds per scenario (default 800).
 
 use shardsim::campaign;
 use shardsim::scenario::{Outcome, Scenario};
@@ -13,7 +13,7 @@ fn seeds() -> u64 {
     std::env::var("SHARDSIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000)
+        .unwrap_or(800)
 }
 
 pub fn all_scenarios() -> Vec<PathBuf> {
@@ -35,6 +35,9 @@ fn seed_cap(path: &Path) -> u64 {
         || p.contains("swarm-rolling")
     {
         300
+    } else if p.contains("faults/swarm-") {
+        // The swarm files draw long fault plans; their campaigns run in reports/.
+        500
     } else if p.contains("hazards/remember-")
         || p.contains("hazards/restart-")
         || p.contains("hazards/handoff-empty-stopper")
@@ -48,7 +51,14 @@ fn seed_cap(path: &Path) -> u64 {
 
 fn check_scenario(path: &Path) {
     let sc = Arc::new(Scenario::load(path).unwrap_or_else(|e| panic!("{e}")));
-    let n = seeds().min(seed_cap(path));
+    let n = if path
+        .to_string_lossy()
+        .ends_with("specs/remember-entities-store-failure-eventsourced.toml")
+    {
+        seeds().max(1_000) // its Akka stall shows in 2 seeds of 1,000
+    } else {
+        seeds().min(seed_cap(path))
+    };
     let sum = campaign::fuzz(&sc, 0, n, 2, &|_| {});
     let expected = sc.expect.outcome;
     if let Some(f) = sum.unexpected(expected).next() {

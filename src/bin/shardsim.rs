@@ -60,8 +60,8 @@ enum Cmd {
         /// First seed.
         #[arg(long, default_value_t = 0)]
         seed_start: u64,
-        /// Worker threads (default: all cores).
-        #[arg(long)]
+        /// Worker threads, at least 1 (default: all cores).
+        #[arg(long, value_parser = at_least_one)]
         jobs: Option<usize>,
         /// Write the JSON summary here.
         #[arg(long)]
@@ -112,8 +112,8 @@ enum Cmd {
         /// Schedules to run.
         #[arg(long, default_value_t = 2_000)]
         schedules: u64,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
+        /// Worker threads, at least 1.
+        #[arg(long, default_value_t = 1, value_parser = at_least_one)]
         jobs: usize,
         /// Measure this many times, alternating simulator and bare loop, and report the median
         /// ratio (the machine's load drifts; alternating exposes both sides to it alike).
@@ -161,8 +161,8 @@ enum Cmd {
         /// At most this many seeds per file that expects a violation.
         #[arg(long, default_value_t = 2_000)]
         violation_seeds: u64,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
+        /// Worker threads, at least 1.
+        #[arg(long, default_value_t = 1, value_parser = at_least_one)]
         jobs: usize,
         /// Write the Markdown table here.
         #[arg(long, value_name = "FILE")]
@@ -216,6 +216,16 @@ fn load_on(path: &Path, host: Host) -> Result<Arc<Scenario>, ExitCode> {
         ExitCode::from(2)
     })?;
     Ok(sc)
+}
+
+/// `--jobs`: a whole number of threads, at least 1 (0 is not "all cores": leave the flag out
+/// for that). clap exits 2 naming the flag otherwise.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (leave --jobs out to use every core)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a whole number: {e}")),
+    }
 }
 
 fn load(path: &Path) -> Result<Arc<Scenario>, ExitCode> {
@@ -364,6 +374,9 @@ fn cmd_run(
         "buffer high-water mark: {} messages (the most a region buffered at once)",
         s.buffer_high_water
     );
+    if s.drops > 0 {
+        println!("drops by reason: {}", s.drops_by_reason_line());
+    }
     println!("trace hash {:016x}", r.trace_hash);
     if let Some(p) = &trace {
         let text = shardsim::explain::jsonl_with_steps(&tracer, &causal);
@@ -464,6 +477,13 @@ fn cmd_fuzz(
         eprintln!("error: --schedules must be at least 1");
         return ExitCode::from(2);
     }
+    if seed_start.checked_add(schedules).is_none() {
+        eprintln!(
+            "error: --seed-start {seed_start} with --schedules {schedules} runs past the last seed ({})",
+            u64::MAX
+        );
+        return ExitCode::from(2);
+    }
     if opts.check_determinism == Some(0) {
         eprintln!(
             "error: --check-determinism must be at least 1 (1 checks every seed, K every K-th)"
@@ -541,6 +561,9 @@ fn cmd_fuzz(
         "totals: events {}  sends {}  deliveries {}  drops {}  rebalances {}",
         t.events, t.sends, t.deliveries, t.drops, t.rebalances
     );
+    if t.drops > 0 {
+        println!("drops by reason: {}", t.drops_by_reason_line());
+    }
     println!(
         "buffer high-water mark: {} messages (the most a region buffered at once, in any schedule)",
         t.buffer_high_water

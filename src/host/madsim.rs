@@ -249,6 +249,7 @@ impl Shared {
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
         self.stats.drops += 1;
+        *self.stats.drops_by_reason.entry(reason).or_default() += 1;
         self.emit(TraceEvent::Drop {
             sender: env.sender,
             entity: env.entity,
