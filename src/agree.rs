@@ -71,7 +71,7 @@ impl Row {
 pub fn agree_file(path: &Path, clean: u64, violation: u64, jobs: usize) -> Result<Row, String> {
     let sc = Arc::new(Scenario::load(path).map_err(|e| e.to_string())?);
     let expected = sc.expect.outcome;
-    let started = std::time::Instant::now(); // the CLI's wall clock, outside any simulation
+    let started = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
     let result = match host::validate(Host::Madsim, &sc, path) {
         Err(e) => Err(format!(
             "{} ({})",

@@ -215,7 +215,7 @@ fn node_ip(i: usize) -> IpAddr {
 impl Shared {
     fn now(&self) -> Instant {
         Instant(
-            madsim::time::Instant::now()
+            madsim::time::Instant::now() // determinism-ok: madsim's simulated clock
                 .duration_since(self.t0)
                 .as_micros() as u64,
         )
@@ -1528,7 +1528,7 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
     let shared = Shared {
         clients,
         end: Instant(0) + Duration::from_millis(sc.run.duration_ms),
-        t0: madsim::time::Instant::now(),
+        t0: madsim::time::Instant::now(), // determinism-ok: madsim's simulated clock
         node_cfg,
         shared_shards,
         checker: Checker::new(),
