@@ -394,30 +394,6 @@ fn the_buffer_high_water_mark_is_shown_and_merged_by_max() {
     assert_eq!(merged, whole);
 }
 
-/// `shardsim` with a controlled environment: the slice variables removed, then `env` set.
-fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"));
-    c.args(args).current_dir(root());
-    for v in [
-        "JOB_COMPLETION_INDEX",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_STEP",
-        "SLURM_ARRAY_TASK_COUNT",
-    ] {
-        c.env_remove(v);
-    }
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn n_slices_merged_equal_one_campaign_for_1_3_and_7() {
     // An odd campaign size and a seed start, so the slices differ in size; determinism checks

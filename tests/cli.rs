@@ -327,30 +327,6 @@ fn check_trace_balances_the_messages_of_the_file() {
     assert!(out.contains("1 vanished without a reason (c"), "{out}");
 }
 
-/// `shardsim` with the slice variables removed from its environment, then `env` set.
-fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"));
-    c.args(args).current_dir(root());
-    for v in [
-        "JOB_COMPLETION_INDEX",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_STEP",
-        "SLURM_ARRAY_TASK_COUNT",
-    ] {
-        c.env_remove(v);
-    }
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn cli_bad_slices_exit_2() {
     let base = [

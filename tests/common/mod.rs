@@ -67,6 +67,31 @@ pub fn shardsim(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `shardsim` with the slice variables (Kubernetes, Slurm) removed from its environment, then
+/// `env` set: (exit code, stdout, stderr).
+pub fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"));
+    c.args(args).current_dir(root());
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_STEP",
+        "SLURM_ARRAY_TASK_COUNT",
+    ] {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// An `Output` with equality, for exact comparisons.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum O {
