@@ -766,7 +766,7 @@ mod tests {
             incarnation: inc,
         }
     }
-    fn send(seq: u64) -> TraceEvent {
+    pub(super) fn send(seq: u64) -> TraceEvent {
         TraceEvent::Send {
             sender: SenderId(0),
             entity: EntityId(1),
@@ -775,7 +775,7 @@ mod tests {
             shard: ShardId(0),
         }
     }
-    fn deliver(seq: u64) -> TraceEvent {
+    pub(super) fn deliver(seq: u64) -> TraceEvent {
         TraceEvent::Deliver {
             sender: SenderId(0),
             entity: EntityId(1),

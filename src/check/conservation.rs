@@ -251,24 +251,7 @@ mod tests {
     use crate::time::Instant;
     use crate::trace::{Place, TraceEvent};
 
-    fn send(seq: u64) -> TraceEvent {
-        TraceEvent::Send {
-            sender: SenderId(0),
-            entity: EntityId(1),
-            seq,
-            node: NodeId(0),
-            shard: ShardId(0),
-        }
-    }
-    fn deliver(seq: u64) -> TraceEvent {
-        TraceEvent::Deliver {
-            sender: SenderId(0),
-            entity: EntityId(1),
-            seq,
-            node: NodeId(0),
-            incarnation: 1,
-        }
-    }
+    use crate::check::tests::{deliver, send};
     fn drop(seq: u64) -> TraceEvent {
         TraceEvent::Drop {
             sender: SenderId(0),
