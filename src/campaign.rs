@@ -67,6 +67,11 @@ pub struct Failure {
     pub t_us: u64,
     /// What happened.
     pub detail: String,
+    /// The scenario's known hazard (`[[expect.known]]`, by name) this failure was classified
+    /// as: it broke that hazard's invariant and the same seed is clean with its fix option on.
+    /// A known failure is reported, not counted against the campaign.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<String>,
 }
 
 impl Failure {
@@ -77,6 +82,7 @@ impl Failure {
             invariant: v.invariant,
             t_us: v.t.0,
             detail: v.detail.clone(),
+            known: None,
         }
     }
 
@@ -92,6 +98,83 @@ impl Failure {
     pub fn is_expected(&self, expected: Outcome) -> bool {
         self.kind == FailureKind::Violation && self.invariant == expected
     }
+
+    /// Whether it was classified as one of the scenario's known hazards.
+    pub fn is_known(&self) -> bool {
+        self.known.is_some()
+    }
+}
+
+/// A scenario's known hazard, ready to classify failing seeds ([`classify_known`]).
+struct KnownCheck {
+    name: String,
+    invariant: Outcome,
+    /// The scenario with the hazard's fix option on (`None`: no fix declared).
+    fixed: Option<Arc<Scenario>>,
+}
+
+fn known_checks(sc: &Scenario) -> Vec<KnownCheck> {
+    sc.expect
+        .known
+        .iter()
+        .map(|k| KnownCheck {
+            name: k.name.clone(),
+            invariant: k.invariant,
+            fixed: k.fixed_by.as_deref().and_then(|fix| {
+                let mut f = sc.clone();
+                f.options = sc.options.with_fix(fix)?;
+                Some(Arc::new(f))
+            }),
+        })
+        .collect()
+}
+
+/// Classify a violation the scenario's main outcome does not expect: the first known hazard
+/// whose invariant it broke and whose fixed twin runs the same seed without any violation
+/// (a failure that persists with the fix, or breaks something else, stays unexpected).
+fn classify_known(known: &[KnownCheck], f: &mut Failure, run: Runner<'_>) {
+    if f.kind != FailureKind::Violation {
+        return;
+    }
+    for k in known.iter().filter(|k| k.invariant == f.invariant) {
+        let clean = match &k.fixed {
+            None => true,
+            Some(fixed) => run(fixed, f.seed, TraceMode::Off).violation.is_none(),
+        };
+        if clean {
+            f.known = Some(k.name.clone());
+            return;
+        }
+    }
+}
+
+/// The known hazard (`[[expect.known]]`, by name) that `seed`'s violation `v` is, if any: it
+/// breaks the hazard's invariant and `run` gives the same seed no violation with the hazard's
+/// fix option on. `None` also when `v` is the scenario's main expected outcome.
+pub fn known_hazard(sc: &Scenario, seed: u64, v: &Violation, run: Runner<'_>) -> Option<String> {
+    let mut f = Failure::from(seed, v);
+    if f.is_expected(sc.expect.outcome) {
+        return None;
+    }
+    classify_known(&known_checks(sc), &mut f, run);
+    f.known
+}
+
+/// Per known hazard of the scenario: its name, the schedules classified as it, and its rate
+/// check when it declares a band.
+pub fn known_found(sc: &Scenario, sum: &Summary, ran: u64) -> Vec<(String, u64, Option<RateCheck>)> {
+    sc.expect
+        .known
+        .iter()
+        .map(|k| {
+            let n = sum
+                .failures
+                .iter()
+                .filter(|f| f.known.as_deref() == Some(k.name.as_str()))
+                .count() as u64;
+            (k.name.clone(), n, k.rate_band().map(|b| rate_check(n, ran, b)))
+        })
+        .collect()
 }
 
 /// The summary of a campaign (or of one slice of it).
@@ -138,7 +221,7 @@ pub struct FuzzOptions {
     /// on; different hashes, counters or verdicts are a [`FailureKind::Determinism`] failure.
     /// `k` must be at least 1 (`Some(0)` is treated as 1; the CLI rejects it).
     pub check_determinism: Option<u64>,
-    /// Stop at the lowest failing seed (of any kind): the summary then covers the seeds from
+    /// Stop at the lowest failing seed (of any kind but a known hazard): the summary then covers the seeds from
     /// `seed_start` up to and including it, whatever the number of jobs. `schedules` is the cap.
     pub until_failure: bool,
 }
@@ -270,22 +353,30 @@ pub fn fuzz_with_runner(
 /// One seed: its counters and failures (a violation, and a determinism failure if asked).
 fn one_seed(
     sc: &Arc<Scenario>,
+    known: &[KnownCheck],
     seed: u64,
     check: bool,
     run: Runner<'_>,
     out: &mut Vec<Failure>,
 ) -> Stats {
+    let violation = |v: &Violation| {
+        let mut f = Failure::from(seed, v);
+        if !f.is_expected(sc.expect.outcome) {
+            classify_known(known, &mut f, run);
+        }
+        f
+    };
     if !check {
         let r = run(sc, seed, TraceMode::Off);
         if let Some(v) = &r.violation {
-            out.push(Failure::from(seed, v));
+            out.push(violation(v));
         }
         return r.stats;
     }
     let a = run(sc, seed, TraceMode::Hash);
     let b = run(sc, seed, TraceMode::Hash);
     if let Some(v) = &a.violation {
-        out.push(Failure::from(seed, v));
+        out.push(violation(v));
     }
     let verdict = |r: &RunResult| r.violation.as_ref().map(|v| (v.invariant, v.t.0));
     if a.trace_hash != b.trace_hash || a.stats != b.stats || verdict(&a) != verdict(&b) {
@@ -305,6 +396,7 @@ fn one_seed(
                 verdict(&a),
                 verdict(&b)
             ),
+            known: None,
         });
     }
     a.stats
@@ -324,6 +416,7 @@ fn fuzz_impl(
     run: Runner<'_>,
 ) -> Summary {
     let every = opts.check_determinism.map(|k| k.max(1));
+    let known = known_checks(sc);
     // Smaller chunks when stopping early: less work past the first failure.
     let chunk: u64 = if opts.until_failure { 16 } else { 64 };
     let next = AtomicU64::new(0);
@@ -357,10 +450,11 @@ fn fuzz_impl(
                         let seed = seed_start.wrapping_add(k);
                         let check = every.is_some_and(|e| check_base.wrapping_add(k) % e == 0);
                         let before = c.failures.len();
-                        let st = one_seed(sc, seed, check, run, &mut c.failures);
+                        let st = one_seed(sc, &known, seed, check, run, &mut c.failures);
                         add(&mut c.stats, &st);
                         c.ran += 1;
-                        if opts.until_failure && c.failures.len() > before {
+                        // A known hazard is reported, not a failure to stop at.
+                        if opts.until_failure && c.failures[before..].iter().any(|f| !f.is_known()) {
                             first_fail.fetch_min(k, Ordering::Relaxed);
                             break;
                         }
@@ -429,11 +523,12 @@ pub fn add(acc: &mut Stats, s: &Stats) {
 }
 
 impl Summary {
-    /// Failures that the scenario did not declare (every determinism failure is one).
+    /// Failures that the scenario did not declare, neither as its outcome nor as a known
+    /// hazard (every determinism failure is one).
     pub fn unexpected(&self, expected: Outcome) -> impl Iterator<Item = &Failure> {
         self.failures
             .iter()
-            .filter(move |f| !f.is_expected(expected))
+            .filter(move |f| !f.is_expected(expected) && !f.is_known())
     }
 
     /// One past the last seed.

@@ -549,6 +549,7 @@ mod tests {
             invariant,
             t_us: 1,
             detail: String::new(),
+            known: None,
         }
     }
 

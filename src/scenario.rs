@@ -430,6 +430,44 @@ pub struct ExpectSpec {
     /// ([`crate::campaign::rate_check`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Vec<f64>>,
+    /// `[[expect.known]]`: known Akka hazards this scenario may show besides `outcome`, at a
+    /// rare rate (issue 16 item 1). A failing seed that breaks a known hazard's invariant, and
+    /// is clean when re-run with the hazard's fix option on, is reported as that known hazard,
+    /// not as a failure; anything else still fails the campaign.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub known: Vec<KnownHazard>,
+}
+
+/// A known Akka hazard a faithful scenario may show at a rare rate (`[[expect.known]]`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KnownHazard {
+    /// Its name in reports (kebab-case, e.g. `reorder-across-handoff`).
+    pub name: String,
+    /// The invariant it breaks.
+    pub invariant: Outcome,
+    /// The fix option (one of the protocol's fix options, off in this scenario) that removes
+    /// it: a failing seed counts as this hazard only if the same seed is clean with the
+    /// option on. Without it every failure of `invariant` counts as this hazard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_by: Option<String>,
+    /// `rate = [low, high]`: its expected share of schedules; a campaign fails when the
+    /// measured rate is far outside (as `[expect] rate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Vec<f64>>,
+    /// Where it is described (a reference section, a report).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub about: String,
+}
+
+impl KnownHazard {
+    /// The declared band `[low, high]`, if any (validated: 0 <= low <= high <= 1).
+    pub fn rate_band(&self) -> Option<(f64, f64)> {
+        match self.rate.as_deref() {
+            Some(&[lo, hi]) => Some((lo, hi)),
+            _ => None,
+        }
+    }
 }
 
 impl ExpectSpec {
@@ -699,6 +737,58 @@ impl Scenario {
                     "expect.rate",
                     format!("need a band [low, high] with 0 <= low <= high <= 1, got {band:?}"),
                 );
+            }
+        }
+        for (i, k) in self.expect.known.iter().enumerate() {
+            let field = |f: &str| format!("expect.known[{i}].{f}");
+            let ok_name = !k.name.is_empty()
+                && k.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !ok_name {
+                return Err((
+                    field("name"),
+                    format!("need a kebab-case name, got {:?}", k.name),
+                ));
+            }
+            if self.expect.known[..i].iter().any(|o| o.name == k.name) {
+                return Err((field("name"), format!("{:?} is declared twice", k.name)));
+            }
+            if k.invariant == Outcome::None {
+                return Err((
+                    field("invariant"),
+                    "a known hazard breaks an invariant: `none` is not one".into(),
+                ));
+            }
+            if let Some(fix) = &k.fixed_by {
+                match self.options.fix_on(fix) {
+                    None => {
+                        return Err((
+                            field("fixed-by"),
+                            format!(
+                                "{fix:?} is not a fix option (one of {})",
+                                ProtocolOptions::fix_names().join(", ")
+                            ),
+                        ))
+                    }
+                    Some(true) => {
+                        return Err((
+                            field("fixed-by"),
+                            format!("{fix:?} is already on in this scenario's [options]"),
+                        ))
+                    }
+                    Some(false) => {}
+                }
+            }
+            if let Some(band) = &k.rate {
+                let ok =
+                    matches!(band.as_slice(), &[lo, hi] if (0.0..=hi).contains(&lo) && hi <= 1.0);
+                if !ok {
+                    return Err((
+                        field("rate"),
+                        format!("need a band [low, high] with 0 <= low <= high <= 1, got {band:?}"),
+                    ));
+                }
             }
         }
         let n = self.cluster.nodes;
@@ -1143,6 +1233,60 @@ mod tests {
             assert_eq!(e.line, Some(line), "{e}");
             assert!(e.message.contains(text), "{e}");
         }
+    }
+
+    #[test]
+    fn known_hazards_are_checked() {
+        let base = "name = \"a\"\n[cluster]\nnodes = 2\n";
+        let good = "[[expect.known]]\nname = \"reorder\"\ninvariant = \"per-sender-order\"\n\
+                    fixed-by = \"handoff-ack-via-owner\"\nrate = [0, 0.001]\n";
+        let s = parse(&format!("{base}{good}")).unwrap();
+        assert_eq!(s.expect.known.len(), 1);
+        assert_eq!(s.expect.known[0].rate_band(), Some((0.0, 0.001)));
+        // It survives the shrinker's writer.
+        let back = parse(&s.to_toml().unwrap()).unwrap();
+        assert_eq!(back.expect.known, s.expect.known);
+        let k = "[[expect.known]]\nname = \"r\"\ninvariant = \"per-sender-order\"\n";
+        for (t, field, line, text) in [
+            (
+                "[[expect.known]]\nname = \"Bad Name\"\ninvariant = \"liveness\"\n".to_string(),
+                "expect.known[0].name",
+                5,
+                "kebab-case",
+            ),
+            (format!("{k}{k}"), "expect.known[1].name", 8, "declared twice"),
+            (
+                "[[expect.known]]\nname = \"r\"\ninvariant = \"none\"\n".to_string(),
+                "expect.known[0].invariant",
+                6,
+                "not one",
+            ),
+            (
+                format!("{k}fixed-by = \"mutation\"\n"),
+                "expect.known[0].fixed-by",
+                7,
+                "not a fix option",
+            ),
+            (
+                format!("[options]\nhandoff-ack-via-owner = true\n{k}fixed-by = \"handoff-ack-via-owner\"\n"),
+                "expect.known[0].fixed-by",
+                9,
+                "already on",
+            ),
+            (
+                format!("{k}rate = [0.5, 0.1]\n"),
+                "expect.known[0].rate",
+                7,
+                "need a band",
+            ),
+        ] {
+            let e = parse(&format!("{base}{t}")).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.message.contains(text), "{e}");
+        }
+        let e = parse(&format!("{base}{k}typo = 1\n")).unwrap_err();
+        assert!(e.to_string().contains("typo"), "{e}");
     }
 
     #[test]

@@ -212,6 +212,7 @@ fn replay(sc: &Scenario, seed: u64) -> (Option<Failure>, u64, u64) {
         invariant: v.invariant,
         t_us: v.t.0,
         detail: v.detail.clone(),
+        known: None,
     });
     (f, r.end.0, r.stats.sends)
 }

@@ -161,6 +161,7 @@ fn failure_kind_serializes() {
         invariant: Outcome::None,
         t_us: 12,
         detail: "two runs differ".into(),
+        known: None,
     };
     let json = serde_json::to_string(&f).unwrap();
     assert!(json.contains(r#""kind":"determinism""#), "{json}");
@@ -622,5 +623,42 @@ fn progress_lines_when_stderr_is_not_a_terminal() {
             && l.contains("reductions kept")
             && l.contains("at most")),
         "{err}"
+    );
+}
+
+/// `[[expect.known]]` (issue 16 item 1): a failure of a known hazard's invariant that the same
+/// seed does not show with the hazard's fix on is reported as known, not failed, and does not
+/// stop `--until-failure`; one that persists under the declared "fix" stays unexpected.
+#[test]
+fn known_hazards_are_reported_not_failed() {
+    use shardsim::scenario::KnownHazard;
+    let mut sc = (*load(FAST)).clone();
+    sc.expect.outcome = Outcome::None;
+    sc.expect.rate = None;
+    sc.expect.known = vec![KnownHazard {
+        name: "reorder-across-handoff".into(),
+        invariant: Outcome::PerSenderOrder,
+        fixed_by: Some("handoff-ack-via-owner".into()),
+        rate: None,
+        about: String::new(),
+    }];
+    let known = Arc::new(sc.clone());
+    let sum = campaign::fuzz(&known, 0, 60, 2, &|_| {});
+    assert!(sum.failures.len() > 3, "{:?}", sum.failures);
+    for f in &sum.failures {
+        assert_eq!(f.known.as_deref(), Some("reorder-across-handoff"), "{f:?}");
+    }
+    assert_eq!(sum.unexpected(Outcome::None).count(), 0);
+    let counted = campaign::known_found(&sc, &sum, 60);
+    assert_eq!(counted[0].1, sum.failures.len() as u64);
+    // --until-failure runs on past known hazards.
+    assert_eq!(until(&known, 0, 60, 2).schedules, 60);
+    // A "fix" that does not remove it: the failures stay unexpected.
+    sc.expect.known[0].fixed_by = Some("rebalance-skips-shutting-down-regions".into());
+    let wrong = campaign::fuzz(&Arc::new(sc), 0, 60, 2, &|_| {});
+    assert_eq!(wrong.failures.len(), sum.failures.len());
+    assert_eq!(
+        wrong.unexpected(Outcome::None).count(),
+        wrong.failures.len()
     );
 }

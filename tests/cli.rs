@@ -35,6 +35,11 @@ fn bad_scenario_files_name_file_line_and_field() {
         ("tests/data/bad/rate-band.toml", 7, "expect.rate"),
         ("tests/data/bad/rate-without-outcome.toml", 6, "expect.rate"),
         (
+            "tests/data/bad/known-fixed-by.toml",
+            7,
+            "expect.known[0].fixed-by",
+        ),
+        (
             "tests/data/bad/key-space-growth-range.toml",
             6,
             "workload.key-space-growth-ms",
@@ -522,4 +527,37 @@ fn numeric_flags_reject_nonsense() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--seed-start"), "{err}");
+}
+
+/// A seed that shows a scenario's known hazard (`[[expect.known]]`): `run` names the hazard and
+/// its fix and exits 0; `fuzz` reports it as known, not as a failure.
+#[test]
+fn a_known_hazard_is_reported_as_known() {
+    let (code, out, _) = shardsim(&["run", "sim-scenarios/smoke.toml", "--seed", "677134"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("outcome: per-sender-order (the scenario's known hazard `reorder-across-handoff`: this seed is clean with `handoff-ack-via-owner` on)"),
+        "{out}"
+    );
+    let (code, out, _) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/smoke.toml",
+        "--seed-start",
+        "677100",
+        "--schedules",
+        "100",
+        "--jobs",
+        "1",
+    ]);
+    assert!(
+        out.contains("known hazard reorder-across-handoff: per-sender-order seed 677134"),
+        "{out}"
+    );
+    assert!(
+        out.contains("known hazard `reorder-across-handoff`: 1 of 100 schedules (each such seed is clean with `handoff-ack-via-owner` on)"),
+        "{out}"
+    );
+    // One in a hundred, against a declared band of at most one in ten thousand: far outside.
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED: known hazard `reorder-across-handoff` rate 0.010"), "{out}");
 }

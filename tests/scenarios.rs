@@ -89,6 +89,17 @@ fn check_scenario(path: &Path) {
             check.describe()
         );
     }
+    // `[[expect.known]]`: a known hazard's share is not far outside its band.
+    for (name, _, check) in campaign::known_found(&sc, &sum, n) {
+        if let Some(c) = check {
+            assert!(
+                c.ok(),
+                "{}: known hazard `{name}` {}: far outside it",
+                path.display(),
+                c.describe()
+            );
+        }
+    }
     assert!(
         sum.totals.deliveries > 0,
         "{}: nothing delivered",

@@ -435,8 +435,22 @@ fn cmd_run(
                 "\nreplay: {}",
                 campaign::replay_command_on(path, seed, host.name())
             );
+            let known = campaign::known_hazard(&sc, seed, v, &|s, n, m| {
+                host::run_seed(host, s, n, m).0
+            });
             if v.invariant == sc.expect.outcome {
                 println!("outcome: {} (expected by the scenario)", v.invariant);
+                ExitCode::SUCCESS
+            } else if let Some(k) = known {
+                let fix = sc.expect.known.iter().find(|h| h.name == k);
+                let fix = fix.and_then(|h| h.fixed_by.as_deref());
+                match fix {
+                    Some(f) => println!(
+                        "outcome: {} (the scenario's known hazard `{k}`: this seed is clean with `{f}` on)",
+                        v.invariant
+                    ),
+                    None => println!("outcome: {} (the scenario's known hazard `{k}`)", v.invariant),
+                }
                 ExitCode::SUCCESS
             } else {
                 // The shrinker replays on the own world only.
@@ -643,6 +657,28 @@ fn cmd_fuzz(
     if sum.failures.len() > 20 {
         println!("... and {} more failing seeds", sum.failures.len() - 20);
     }
+    // `[[expect.known]]`: known hazards are reported with their counts (and bands), not failed.
+    let mut known_off_band = None;
+    for (name, n, check) in campaign::known_found(&sc, &sum, ran) {
+        let fix = sc
+            .expect
+            .known
+            .iter()
+            .find(|k| k.name == name)
+            .and_then(|k| k.fixed_by.clone());
+        let how = match fix {
+            Some(f) => format!("each such seed is clean with `{f}` on"),
+            None => "no fix option declared".into(),
+        };
+        println!("known hazard `{name}`: {n} of {ran} schedules ({how})");
+        if let Some(c) = check.filter(|_| !opts.until_failure) {
+            if c.ok() {
+                println!("ok: known hazard `{name}` {}", c.describe());
+            } else if known_off_band.is_none() {
+                known_off_band = Some(format!("known hazard `{name}` {}", c.describe()));
+            }
+        }
+    }
     let unexpected = sum.unexpected(expected).count();
     if unexpected > 0 {
         println!("FAILED: {unexpected} schedules failed in a way the scenario does not expect");
@@ -659,6 +695,9 @@ fn cmd_fuzz(
     {
         // `[expect] rate`: far outside the band (the band misses the rate's 99.9 % interval).
         println!("FAILED: `{expected}` {}: far outside it", check.describe());
+        code = ExitCode::from(1);
+    } else if let Some(d) = known_off_band {
+        println!("FAILED: {d}: far outside it");
         code = ExitCode::from(1);
     } else if expected != Outcome::None {
         println!(
@@ -681,9 +720,11 @@ fn cmd_fuzz(
 /// the replay command; for an unexpected violation also the command that shrinks it.
 fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome, host: Host) {
     let tag = if f.is_expected(expected) {
-        "expected"
+        "expected".to_string()
+    } else if let Some(k) = &f.known {
+        format!("known hazard {k}:")
     } else {
-        "UNEXPECTED"
+        "UNEXPECTED".to_string()
     };
     println!(
         "{tag} {} seed {} at t={}.{:06}s: {}\n  replay: {}",
@@ -695,7 +736,11 @@ fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome, host: Ho
         campaign::replay_command_on(path, f.seed, host.name())
     );
     // The shrinker replays on the own world only.
-    if !f.is_expected(expected) && f.kind == campaign::FailureKind::Violation && host == Host::Own {
+    if !f.is_expected(expected)
+        && !f.is_known()
+        && f.kind == campaign::FailureKind::Violation
+        && host == Host::Own
+    {
         println!("  shrink: {}", campaign::shrink_command(path, f.seed));
     }
 }

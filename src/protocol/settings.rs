@@ -375,6 +375,31 @@ const FIX_OPTIONS: [&str; 5] = [
 ];
 
 impl ProtocolOptions {
+    /// These options with the fix option `name` switched on (a name of `FIX_OPTIONS`, as in
+    /// scenario files), or `None` when `name` is not a fix option. Used to classify a known
+    /// hazard's failing seed: the same seed re-run with the hazard's fix (issue 16 item 1).
+    pub fn with_fix(&self, name: &str) -> Option<ProtocolOptions> {
+        if !FIX_OPTIONS.contains(&name) {
+            return None;
+        }
+        let mut v = serde_json::to_value(self).ok()?;
+        *v.get_mut(name)? = serde_json::Value::Bool(true);
+        serde_json::from_value(v).ok()
+    }
+
+    /// Whether the fix option `name` is on (`None` when it is not a fix option).
+    pub fn fix_on(&self, name: &str) -> Option<bool> {
+        if !FIX_OPTIONS.contains(&name) {
+            return None;
+        }
+        serde_json::to_value(self).ok()?.get(name)?.as_bool()
+    }
+
+    /// The fix options' scenario-file names.
+    pub fn fix_names() -> &'static [&'static str] {
+        &FIX_OPTIONS
+    }
+
     /// What a campaign ran, in one line: "Akka's behaviour" when every option is at its
     /// default, else the fix options switched on, the pre-fix behaviours selected and the
     /// mutation, by their scenario-file names.
@@ -442,5 +467,19 @@ mod behaviour_tests {
         for f in FIX_OPTIONS {
             assert!(names.get(f).is_some(), "{f}");
         }
+    }
+
+    #[test]
+    fn with_fix_switches_exactly_one_fix_on() {
+        let d = ProtocolOptions::default();
+        for f in FIX_OPTIONS {
+            let o = d.with_fix(f).expect("a fix option");
+            assert_eq!(o.fix_on(f), Some(true), "{f}");
+            assert_eq!(d.fix_on(f), Some(false), "{f}");
+            assert_eq!(o.behaviour(), format!("Akka's behaviour except fix options on: {f}"));
+        }
+        assert_eq!(d.with_fix("mutation"), None);
+        assert_eq!(d.with_fix("no-such-option"), None);
+        assert_eq!(d.fix_on("host-shard-acked-while-stopping"), None);
     }
 }
