@@ -160,9 +160,70 @@ pub fn known_hazard(sc: &Scenario, seed: u64, v: &Violation, run: Runner<'_>) ->
     f.known
 }
 
+/// A campaign's verdict against its scenario's declaration, as `fuzz` prints it: `Ok(lines)`
+/// (each printed after "ok: ") or `Err(line)` (printed after "FAILED: "). The checks, in order:
+/// a failure the scenario neither expects nor declares as a known hazard; an expected outcome
+/// no schedule showed; the expected rate far outside `[expect] rate`; a known hazard's rate far
+/// outside its band. `until_failure` campaigns skip the rate checks (they stop early).
+pub fn judge(
+    sc: &Scenario,
+    sum: &Summary,
+    ran: u64,
+    until_failure: bool,
+) -> Result<Vec<String>, String> {
+    let expected = sc.expect.outcome;
+    let unexpected = sum.unexpected(expected).count();
+    if unexpected > 0 {
+        return Err(format!(
+            "{unexpected} schedules failed in a way the scenario does not expect"
+        ));
+    }
+    if expected != Outcome::None && sum.expected_found == 0 {
+        return Err(format!(
+            "the scenario expects `{expected}`, but no schedule showed it"
+        ));
+    }
+    let band = sc
+        .expect
+        .rate_band()
+        .filter(|_| !until_failure)
+        .map(|band| rate_check(sum.expected_found, ran, band));
+    if let Some(c) = band.filter(|c| !c.ok()) {
+        return Err(format!("`{expected}` {}: far outside it", c.describe()));
+    }
+    let mut ok = Vec::new();
+    for (name, _, check) in known_found(sc, sum, ran) {
+        if let Some(c) = check.filter(|_| !until_failure) {
+            if !c.ok() {
+                return Err(format!(
+                    "known hazard `{name}` {}: far outside it",
+                    c.describe()
+                ));
+            }
+            ok.push(format!("known hazard `{name}` {}", c.describe()));
+        }
+    }
+    let mut lines = if expected != Outcome::None {
+        let mut l = vec![format!(
+            "expected `{expected}` found in {} of {ran} schedules",
+            sum.expected_found
+        )];
+        l.extend(band.map(|c| c.describe()));
+        l
+    } else {
+        vec!["no violation".to_string()]
+    };
+    lines.extend(ok);
+    Ok(lines)
+}
+
 /// Per known hazard of the scenario: its name, the schedules classified as it, and its rate
 /// check when it declares a band.
-pub fn known_found(sc: &Scenario, sum: &Summary, ran: u64) -> Vec<(String, u64, Option<RateCheck>)> {
+pub fn known_found(
+    sc: &Scenario,
+    sum: &Summary,
+    ran: u64,
+) -> Vec<(String, u64, Option<RateCheck>)> {
     sc.expect
         .known
         .iter()
@@ -172,7 +233,11 @@ pub fn known_found(sc: &Scenario, sum: &Summary, ran: u64) -> Vec<(String, u64, 
                 .iter()
                 .filter(|f| f.known.as_deref() == Some(k.name.as_str()))
                 .count() as u64;
-            (k.name.clone(), n, k.rate_band().map(|b| rate_check(n, ran, b)))
+            (
+                k.name.clone(),
+                n,
+                k.rate_band().map(|b| rate_check(n, ran, b)),
+            )
         })
         .collect()
 }
@@ -454,7 +519,8 @@ fn fuzz_impl(
                         add(&mut c.stats, &st);
                         c.ran += 1;
                         // A known hazard is reported, not a failure to stop at.
-                        if opts.until_failure && c.failures[before..].iter().any(|f| !f.is_known()) {
+                        if opts.until_failure && c.failures[before..].iter().any(|f| !f.is_known())
+                        {
                             first_fail.fetch_min(k, Ordering::Relaxed);
                             break;
                         }

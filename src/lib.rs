@@ -38,5 +38,6 @@ pub mod scenario;
 pub mod shrink;
 pub mod sim;
 pub mod slice;
+pub mod sweep;
 pub mod time;
 pub mod trace;

@@ -662,3 +662,66 @@ fn known_hazards_are_reported_not_failed() {
         wrong.failures.len()
     );
 }
+
+/// `shardsim sweep` (issue 16 item 1): every file of a folder judged against its declaration,
+/// each result kept and reused by a later sweep with the same plan, a file whose campaign does
+/// not match its declaration named in the report and exit 1, bad input exit 2.
+#[test]
+fn sweep_judges_every_file_and_resumes() {
+    let d = tmp("sweep");
+    let files = d.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let fast = std::fs::read_to_string(root().join(FAST)).unwrap();
+    std::fs::write(files.join("reorder.toml"), &fast).unwrap();
+    // The same file declaring a clean run: its reorders are unexpected.
+    let clean = fast.replace("outcome = \"per-sender-order\"", "outcome = \"none\"");
+    std::fs::write(files.join("clean.toml"), clean).unwrap();
+    let (sums, out) = (d.join("kept"), d.join("report.md"));
+    let args = |only: &str| {
+        vec![
+            "sweep".to_string(),
+            files.display().to_string(),
+            "--schedules".into(),
+            "40".into(),
+            "--jobs".into(),
+            "2".into(),
+            "--summaries".into(),
+            sums.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--only".into(),
+            only.into(),
+        ]
+    };
+    let run = |a: Vec<String>| shardsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let (code, stdout, err) = run(args("reorder"));
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(
+        stdout.contains("reorder.toml: 40 seeds, matches"),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(report.contains("expected per-sender-order: "), "{report}");
+    // Again: the kept result is reused, not re-run.
+    let (code, stdout, _) = run(args("reorder"));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("(kept from an earlier sweep)"), "{stdout}");
+    // Both files: the clean declaration does not match.
+    let (code, stdout, _) = run(args(".toml"));
+    assert_eq!(code, 1, "{stdout}");
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(report.contains("UNEXPECTED per-sender-order: "), "{report}");
+    assert!(report.contains("**DOES NOT MATCH**: "), "{report}");
+    assert!(
+        report.contains("2 of 2 files run, 1 match their declaration"),
+        "{report}"
+    );
+    // Bad input.
+    let (code, _, err) = shardsim(&["sweep", "no/such/folder"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no/such/folder"), "{err}");
+    let (code, _, err) = run(args("matches-nothing"));
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = shardsim(&["sweep", "--schedules", "0"]);
+    assert_eq!(code, 2, "{err}");
+}

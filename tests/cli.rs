@@ -559,5 +559,8 @@ fn a_known_hazard_is_reported_as_known() {
     );
     // One in a hundred, against a declared band of at most one in ten thousand: far outside.
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("FAILED: known hazard `reorder-across-handoff` rate 0.010"), "{out}");
+    assert!(
+        out.contains("FAILED: known hazard `reorder-across-handoff` rate 0.010"),
+        "{out}"
+    );
 }

@@ -476,7 +476,10 @@ mod behaviour_tests {
             let o = d.with_fix(f).expect("a fix option");
             assert_eq!(o.fix_on(f), Some(true), "{f}");
             assert_eq!(d.fix_on(f), Some(false), "{f}");
-            assert_eq!(o.behaviour(), format!("Akka's behaviour except fix options on: {f}"));
+            assert_eq!(
+                o.behaviour(),
+                format!("Akka's behaviour except fix options on: {f}")
+            );
         }
         assert_eq!(d.with_fix("mutation"), None);
         assert_eq!(d.with_fix("no-such-option"), None);

@@ -1,0 +1,217 @@
+//! `shardsim sweep`: every scenario file at campaign scale, judged against its declaration
+//! (issue 16 item 1). Each file runs `schedules` seeds from 0 (`slow_schedules` when the file
+//! is slow: its projected time at `schedules` is above `slow_after_secs`), on all the jobs
+//! given, with the same verdict as `fuzz` ([`campaign::judge`]). Each file's result is written
+//! atomically as it finishes (`<summaries>/<file path with / as __>.json`), and a later sweep
+//! with the same plan reuses it, so a sweep of many CPU-hours can be stopped and resumed. The
+//! Markdown report lists, per file, the seeds run, each outcome's count (clean schedules, the
+//! expected outcome, every known hazard, anything unexpected), the protocol options on and the
+//! verdict.
+
+use crate::campaign::{self, write_atomic, Summary};
+use crate::scenario::{Outcome, Scenario};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a sweep runs.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Seeds per file.
+    pub schedules: u64,
+    /// Seeds per slow file.
+    pub slow_schedules: u64,
+    /// A file is slow when its first [`PROBE`] seeds project more than this many seconds for
+    /// `schedules`.
+    pub slow_after_secs: f64,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Where each file's result is kept.
+    pub summaries: PathBuf,
+}
+
+/// Seeds timed to decide whether a file is slow (they are run again in the campaign).
+pub const PROBE: u64 = 100;
+
+/// One file's result, as kept in `<summaries>/`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct Entry {
+    /// The file, relative to the swept folder's parent (as given on the command line).
+    pub file: String,
+    /// Whether it was judged slow, and the seconds its probe projected for the full count.
+    pub slow: bool,
+    /// Projected seconds for `Plan::schedules` (from the probe).
+    pub projected_secs: f64,
+    /// Wall-clock seconds of the campaign.
+    pub secs: f64,
+    /// Jobs it ran on.
+    pub jobs: usize,
+    /// The verdict against the declaration: `Ok(lines)` or `Err(why)` ([`campaign::judge`]).
+    pub verdict: Result<Vec<String>, String>,
+    /// The campaign's summary.
+    pub summary: Summary,
+}
+
+impl Entry {
+    /// Each outcome's count, by label: `clean`, then every failing label (the invariant, with
+    /// `known:` and the hazard's name for a known hazard, `UNEXPECTED:` for a failure the file
+    /// neither expects nor declares).
+    pub fn counts(&self, expected: Outcome) -> BTreeMap<String, u64> {
+        let s = &self.summary;
+        let mut m = BTreeMap::new();
+        m.insert("clean".to_string(), s.schedules - s.failures.len() as u64);
+        for f in &s.failures {
+            let label = if f.is_expected(expected) {
+                format!("expected {}", f.label())
+            } else if let Some(k) = &f.known {
+                format!("known {k} ({})", f.label())
+            } else {
+                format!("UNEXPECTED {}", f.label())
+            };
+            *m.entry(label).or_default() += 1;
+        }
+        m
+    }
+}
+
+/// The file name of `file`'s result in `dir`.
+pub fn entry_path(dir: &Path, file: &str) -> PathBuf {
+    let flat: String = file
+        .trim_start_matches("./")
+        .chars()
+        .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+        .collect();
+    dir.join(format!("{}.json", flat.trim_end_matches(".toml")))
+}
+
+/// A kept result, if it answers the same plan: same scenario name and behaviour, and the seed
+/// count this plan gives the file.
+pub fn reuse(dir: &Path, file: &str, sc: &Scenario, plan: &Plan) -> Option<Entry> {
+    let text = std::fs::read_to_string(entry_path(dir, file)).ok()?;
+    let e: Entry = serde_json::from_str(&text).ok()?;
+    let want = if e.slow {
+        plan.slow_schedules
+    } else {
+        plan.schedules
+    };
+    let same = e.summary.scenario == sc.name
+        && e.summary.behaviour == sc.options.behaviour()
+        && e.summary.seed_start == 0
+        && e.summary.schedules == want;
+    same.then_some(e)
+}
+
+/// Run one file by the plan (or reuse its kept result) and keep the result.
+pub fn sweep_file(
+    path: &Path,
+    plan: &Plan,
+    progress: campaign::Progress<'_>,
+) -> Result<Entry, String> {
+    let sc = Arc::new(Scenario::load(path).map_err(|e| e.to_string())?);
+    let file = path.to_string_lossy().into_owned();
+    if let Some(e) = reuse(&plan.summaries, &file, &sc, plan) {
+        return Ok(e);
+    }
+    let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
+    let probe = PROBE.min(plan.schedules);
+    campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
+    let projected_secs =
+        clock.elapsed().as_secs_f64() / probe.max(1) as f64 * plan.schedules as f64;
+    let slow = projected_secs > plan.slow_after_secs && plan.slow_schedules < plan.schedules;
+    let n = if slow {
+        plan.slow_schedules
+    } else {
+        plan.schedules
+    };
+    let clock = std::time::Instant::now(); // determinism-ok: as above
+    let summary = campaign::fuzz(&sc, 0, n, plan.jobs, progress);
+    let secs = clock.elapsed().as_secs_f64();
+    let verdict = campaign::judge(&sc, &summary, n, false);
+    let e = Entry {
+        file: file.clone(),
+        slow,
+        projected_secs,
+        secs,
+        jobs: plan.jobs,
+        verdict,
+        summary,
+    };
+    let json = serde_json::to_vec_pretty(&e).map_err(|x| x.to_string())?;
+    std::fs::create_dir_all(&plan.summaries)
+        .map_err(|x| format!("{}: {x}", plan.summaries.display()))?;
+    let out = entry_path(&plan.summaries, &file);
+    write_atomic(&out, &json).map_err(|x| format!("{}: {x}", out.display()))?;
+    Ok(e)
+}
+
+/// The report: one row per file (`None`: not run yet), then the plan and the totals.
+pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Every scenario file at campaign scale\n");
+    let _ = writeln!(
+        s,
+        "Written by `shardsim sweep` (issue 16 item 1): each file under `sim-scenarios/` runs \
+         {} seeds from 0 ({} for a slow file: one whose first {PROBE} seeds project more than \
+         {:.0} s for the full count on {} jobs), judged as `fuzz` judges it against the file's \
+         `[expect]` outcome, rate band and `[[expect.known]]` hazards. Counts are schedules; \
+         `known X (inv)` is a known hazard whose seeds are clean with its fix option on.\n",
+        plan.schedules, plan.slow_schedules, plan.slow_after_secs, plan.jobs
+    );
+    let _ = writeln!(
+        s,
+        "| file | options | declared | seeds | outcomes | verdict | time |\n|---|---|---|---|---|---|---|"
+    );
+    let (mut done, mut ok, mut seeds) = (0, 0, 0u64);
+    for (path, row) in rows {
+        let Some((sc, e)) = row else {
+            let _ = writeln!(s, "| `{}` | | | | not run yet | | |", path.display());
+            continue;
+        };
+        done += 1;
+        seeds += e.summary.schedules;
+        let mut declared = sc.expect.outcome.to_string();
+        if let Some((lo, hi)) = sc.expect.rate_band() {
+            let _ = write!(declared, " at [{lo}, {hi}]");
+        }
+        for k in &sc.expect.known {
+            let _ = write!(declared, "; known {} ({})", k.name, k.invariant);
+        }
+        let outcomes: Vec<String> = e
+            .counts(sc.expect.outcome)
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let verdict = match &e.verdict {
+            Ok(_) => {
+                ok += 1;
+                "matches".to_string()
+            }
+            Err(why) => format!("**DOES NOT MATCH**: {why}"),
+        };
+        let options = e
+            .summary
+            .behaviour
+            .trim_start_matches("Akka's behaviour except ")
+            .replace('|', "/");
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {}{} | {} | {} | {:.0} s |",
+            e.file,
+            options,
+            declared,
+            e.summary.schedules,
+            if e.slow { " (slow)" } else { "" },
+            outcomes.join(", "),
+            verdict,
+            e.secs
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{done} of {} files run, {ok} match their declaration; {seeds} schedules in all.",
+        rows.len()
+    );
+    s
+}
