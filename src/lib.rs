@@ -34,6 +34,7 @@ pub mod perfetto;
 pub mod protocol;
 pub mod report;
 pub mod rng;
+pub mod scale;
 pub mod scenario;
 pub mod shrink;
 pub mod sim;

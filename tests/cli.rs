@@ -264,6 +264,43 @@ fn bench_reports_each_round_and_the_median_ratio() {
     assert!(err.contains("--rounds"), "{err}");
 }
 
+/// `bench --scale` (issue 14 item 3): a subset of the grid, each cell a child process; bad
+/// flags exit 2 naming the flag.
+#[test]
+fn scale_bench_runs_a_subset_and_rejects_bad_flags() {
+    let (code, out, err) = shardsim(&[
+        "bench",
+        "--scale",
+        "--nodes",
+        "3",
+        "--entities",
+        "100,200",
+        "--sim-ms",
+        "2000",
+        "--min-secs",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("| 3 | 100 | 100 |"), "{out}");
+    assert!(out.contains("| 3 | 200 | 200 |"), "{out}");
+    assert!(out.contains(" 1.00x |"), "{out}");
+    for (args, names) in [
+        (vec!["--scale", "--nodes", "0"], "--nodes"),
+        (vec!["--scale", "--nodes", "3,x"], "--nodes"),
+        (vec!["--scale", "--entities", "-4"], "-4"),
+        (vec!["--scale", "--sim-ms", "0"], "--sim-ms"),
+        (vec!["--scale", "--min-secs", "4000"], "--min-secs"),
+        (vec!["--scale", "--max-rss-mb", "1"], "--max-rss-mb"),
+        (vec!["--nodes", "3"], "--scale"),
+    ] {
+        let mut a = vec!["bench"];
+        a.extend(args.iter());
+        let (code, _, err) = shardsim(&a);
+        assert_eq!(code, 2, "{a:?}: {err}");
+        assert!(err.contains(names), "{a:?}: {err}");
+    }
+}
+
 #[test]
 fn files_that_are_not_utf8_name_their_line() {
     let d = tmp("not-utf8");
