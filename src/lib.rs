@@ -26,6 +26,7 @@ pub mod explain;
 pub mod fault;
 pub mod gen;
 pub mod host;
+pub mod idmap;
 pub mod ids;
 pub mod input;
 pub mod membership;

@@ -311,8 +311,14 @@ pub fn main(flags: Flags, cell: Option<Vec<u32>>) -> u8 {
         let stdout = String::from_utf8_lossy(&out.stdout);
         parse_cell_output(&stdout).ok_or_else(|| {
             let err = String::from_utf8_lossy(&out.stderr);
-            let last = err.lines().last().unwrap_or("").trim().to_string();
-            format!("no result ({}): {last}", out.status)
+            if err.contains("memory allocation of") {
+                return format!(
+                    "over the {max_mb} MB cap (an allocation failed; {})",
+                    out.status
+                );
+            }
+            let first = err.lines().next().unwrap_or("").trim().to_string();
+            format!("no result ({}): {first}", out.status)
         })
     };
     println!(
