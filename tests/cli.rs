@@ -8,6 +8,7 @@ fn bad_scenario_files_name_file_line_and_field() {
     for (file, line, field) in [
         ("tests/data/bad/unknown-field.toml", 6, "senders-per-nod"),
         ("tests/data/bad/latency-range.toml", 6, "network.latency-ms"),
+        ("tests/data/bad/too-many-nodes.toml", 3, "cluster.nodes"),
         ("tests/data/bad/wrong-type.toml", 3, "nodes"),
         ("tests/data/bad/bad-outcome.toml", 6, "outcome"),
         (
