@@ -21,7 +21,7 @@ use crate::fault::TimedFault;
 use crate::ids::{EntityId, NodeId, NodeInc, ShardId};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
-use crate::protocol::entity::{Extractors, RecordingFactory};
+use crate::protocol::entity::{Extractors, RecordingFactory, SharedShards};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::settings::RememberStore;
 use crate::protocol::{
@@ -222,7 +222,7 @@ struct Slot {
 
 /// What every node of a run shares, built from the scenario (for every host), and the shard of
 /// each entity id when every region shares one extractor (empty otherwise).
-pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, Vec<ShardId>) {
+pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, SharedShards) {
     // The schedule's seed salts the per-incarnation hash (§12 B8): each schedule has its
     // own disagreement between incarnations, the same on every replay.
     let extractors = Extractors::new(
@@ -232,12 +232,7 @@ pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, Vec<ShardId>) 
         seed,
     )
     .with_first_generation(sc.cluster.nodes);
-    let shared_shards = match extractors.shared() {
-        Some(x) => (0..sc.entities.count)
-            .map(|e| x.shard_id(EntityId(e)))
-            .collect(),
-        None => Vec::new(),
-    };
+    let shared_shards = SharedShards::new(&extractors, sc.entities.count);
     let node_cfg = Arc::new(NodeConfig {
         region: Arc::new(RegionConfig {
             settings: sc.settings.clone(),
@@ -310,7 +305,7 @@ pub struct World {
     /// The shard of each entity id the workload sends to, when every region shares one
     /// extractor (the same answers as the regions' table): the send path's shard without a
     /// dynamic call. Empty for a per-incarnation extractor.
-    shared_shards: Vec<ShardId>,
+    shared_shards: SharedShards,
     checker: Checker,
     tracer: Tracer,
     stats: Stats,
@@ -969,7 +964,7 @@ impl World {
         // same entity elsewhere, §12 B8). The checker's liveness rule expects this shard to
         // get a home; the at-most-one rule is keyed by entity and needs no shard.
         let shard = match self.shared_shards.get(env.entity.0 as usize) {
-            Some(s) => *s,
+            Some(s) => s,
             None => self.shard_on(node, env.entity).unwrap_or_default(),
         };
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.

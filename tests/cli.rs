@@ -8,6 +8,7 @@ fn bad_scenario_files_name_file_line_and_field() {
     for (file, line, field) in [
         ("tests/data/bad/unknown-field.toml", 6, "senders-per-nod"),
         ("tests/data/bad/latency-range.toml", 6, "network.latency-ms"),
+        ("tests/data/bad/too-many-nodes.toml", 3, "cluster.nodes"),
         ("tests/data/bad/wrong-type.toml", 3, "nodes"),
         ("tests/data/bad/bad-outcome.toml", 6, "outcome"),
         (
@@ -267,6 +268,43 @@ fn bench_reports_each_round_and_the_median_ratio() {
     let (code, _, err) = shardsim(&["bench", "--rounds", "0"]);
     assert_eq!(code, 2);
     assert!(err.contains("--rounds"), "{err}");
+}
+
+/// `bench --scale` (issue 14 item 3): a subset of the grid, each cell a child process; bad
+/// flags exit 2 naming the flag.
+#[test]
+fn scale_bench_runs_a_subset_and_rejects_bad_flags() {
+    let (code, out, err) = shardsim(&[
+        "bench",
+        "--scale",
+        "--nodes",
+        "3",
+        "--entities",
+        "100,200",
+        "--sim-ms",
+        "2000",
+        "--min-secs",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("| 3 | 100 | 100 |"), "{out}");
+    assert!(out.contains("| 3 | 200 | 200 |"), "{out}");
+    assert!(out.contains(" 1.00x |"), "{out}");
+    for (args, names) in [
+        (vec!["--scale", "--nodes", "0"], "--nodes"),
+        (vec!["--scale", "--nodes", "3,x"], "--nodes"),
+        (vec!["--scale", "--entities", "-4"], "-4"),
+        (vec!["--scale", "--sim-ms", "0"], "--sim-ms"),
+        (vec!["--scale", "--min-secs", "4000"], "--min-secs"),
+        (vec!["--scale", "--max-rss-mb", "1"], "--max-rss-mb"),
+        (vec!["--nodes", "3"], "--scale"),
+    ] {
+        let mut a = vec!["bench"];
+        a.extend(args.iter());
+        let (code, _, err) = shardsim(&a);
+        assert_eq!(code, 2, "{a:?}: {err}");
+        assert!(err.contains(names), "{a:?}: {err}");
+    }
 }
 
 #[test]

@@ -123,6 +123,30 @@ enum Cmd {
         /// other, and print the events/s of each and their ratio (instead of the bare loop).
         #[arg(long, value_enum)]
         host: Option<HostArg>,
+        /// The scale benchmark (issue 14): the grid of nodes 3, 10, 30, 100 x entities 100,
+        /// 10,000, 1,000,000, each cell a child process (its own peak RSS); prints events per
+        /// schedule, events/s, ns/event relative to the 3-node/100-entity cell, and max RSS.
+        #[arg(long)]
+        scale: bool,
+        /// With --scale: only these node counts (comma-separated).
+        #[arg(long, value_name = "LIST", requires = "scale")]
+        nodes: Option<String>,
+        /// With --scale: only these entity counts (comma-separated).
+        #[arg(long, value_name = "LIST", requires = "scale")]
+        entities: Option<String>,
+        /// With --scale: simulated time per schedule, ms (default 20,000).
+        #[arg(long, value_name = "MS", requires = "scale")]
+        sim_ms: Option<u64>,
+        /// With --scale: each cell repeats seeds until it has run this long (wall clock, s).
+        #[arg(long, value_name = "S", requires = "scale")]
+        min_secs: Option<f64>,
+        /// With --scale: a cell's address-space cap, MB (default 6,000): a cell that needs
+        /// more aborts and is reported as over the cap.
+        #[arg(long, value_name = "MB", requires = "scale")]
+        max_rss_mb: Option<u64>,
+        /// One cell of --scale, in this process (what --scale runs as a child).
+        #[arg(long, hide = true, num_args = 2, value_names = ["NODES", "ENTITIES"])]
+        scale_cell: Option<Vec<u32>>,
     },
     /// Shrink a failing seed to a minimal scenario (fewer faults, nodes, entities, senders, an
     /// earlier end) that still breaks the same invariant, and write it as a scenario file.
@@ -325,11 +349,31 @@ fn main() -> ExitCode {
         ),
         Cmd::Merge { out, inputs } => cmd_merge(&out, &inputs),
         Cmd::Bench {
+            scale,
+            nodes,
+            entities,
+            sim_ms,
+            min_secs,
+            max_rss_mb,
+            scale_cell,
+            ..
+        } if scale || scale_cell.is_some() => {
+            let flags = shardsim::scale::Flags {
+                nodes,
+                entities,
+                sim_ms,
+                min_secs,
+                max_rss_mb,
+            };
+            ExitCode::from(shardsim::scale::main(flags, scale_cell))
+        }
+        Cmd::Bench {
             scenario,
             schedules,
             jobs: _,
             rounds,
             host: Some(HostArg::Madsim),
+            ..
         } => cmd_bench_hosts(&scenario, schedules, rounds),
         Cmd::Bench {
             scenario,
@@ -337,6 +381,7 @@ fn main() -> ExitCode {
             jobs,
             rounds,
             host: _,
+            ..
         } => cmd_bench(&scenario, schedules, jobs, rounds),
         Cmd::Shrink {
             scenario,

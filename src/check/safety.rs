@@ -8,10 +8,10 @@
 //!   reached an incarnation of the entity it was addressed to.
 
 use super::{Invariant, Violation};
+use crate::idmap::{pair_key, unpair, Dense, IdMap};
 use crate::ids::{EntityId, NodeId, SenderId, ShardId};
 use crate::time::Instant;
 use crate::trace::TraceEvent;
-use std::collections::BTreeMap;
 
 /// Per (sender, entity) delivery record.
 #[derive(Clone, Debug, Default)]
@@ -51,17 +51,37 @@ impl Pair {
     }
 }
 
-/// The state of the three safety rules. Ids index dense vectors that grow on demand.
-#[derive(Debug, Default)]
+/// Entity ids below this index the pairs' dense rows (a sender's row grows to the highest
+/// such id it sent to: at most 48 KB); higher ids go to the hash table, which holds only the
+/// pairs that exchanged messages (issue 14 item 2).
+const DENSE_PAIR_ENTITIES: u32 = 1 << 10;
+/// Entity ids below this index the live incarnations by vector (at most 96 KB), above in a
+/// table of the entities that ever started.
+const DENSE_LIVE_ENTITIES: u32 = 1 << 12;
+
+/// The state of the three safety rules. Small ids index dense vectors that grow on demand;
+/// large ones a table of the ids used, so memory follows the live state, not the id space.
+#[derive(Debug)]
 pub(super) struct Safety {
     /// entity → live incarnations (node, incarnation).
-    live: Vec<Vec<(NodeId, u64)>>,
+    live: Dense<Vec<(NodeId, u64)>>,
     /// shard → hosting nodes.
     hosts: Vec<Vec<NodeId>>,
-    /// (sender, entity) → record.
-    pairs: BTreeMap<(SenderId, EntityId), Pair>,
+    /// (sender, entity) → record, for the pairs outside `dense` (keys: [`pair_key`]).
+    pairs: IdMap<Pair>,
     /// Dense fast path for pairs: sender → entity → record.
     dense: Vec<Vec<Pair>>,
+}
+
+impl Default for Safety {
+    fn default() -> Self {
+        Safety {
+            live: Dense::new(DENSE_LIVE_ENTITIES),
+            hosts: Vec::new(),
+            pairs: IdMap::new(),
+            dense: Vec::new(),
+        }
+    }
 }
 
 pub(super) fn slot<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
@@ -144,11 +164,12 @@ impl Safety {
     }
 
     fn pair_slow(&mut self, sender: SenderId, entity: EntityId) -> &mut Pair {
-        if sender.0 < 4096 && entity.0 < 1 << 20 {
+        if sender.0 < 4096 && entity.0 < DENSE_PAIR_ENTITIES {
             let row = slot(&mut self.dense, sender.0 as usize);
             return slot(row, entity.0 as usize);
         }
-        self.pairs.entry((sender, entity)).or_default()
+        self.pairs
+            .get_or_insert_with(pair_key(sender.0, entity.0), Pair::default)
     }
 
     /// The rules over every event but Send and Deliver (those come through the direct methods).
@@ -160,7 +181,7 @@ impl Safety {
                 incarnation,
                 ..
             } => {
-                let live = slot(&mut self.live, entity.0 as usize);
+                let live = self.live.slot(entity.0);
                 if let Some((other_node, other_inc)) = live.first().copied() {
                     live.push((*node, *incarnation));
                     return violation(
@@ -178,11 +199,11 @@ impl Safety {
                 incarnation,
                 ..
             } => {
-                let live = slot(&mut self.live, entity.0 as usize);
+                let live = self.live.slot(entity.0);
                 live.retain(|(_, i)| i != incarnation);
             }
             TraceEvent::NodeDown { node, .. } => {
-                for l in &mut self.live {
+                for l in self.live.values_mut() {
                     l.retain(|(n, _)| n != node);
                 }
                 for h in &mut self.hosts {
@@ -256,7 +277,7 @@ impl Safety {
     ) -> Option<DeliverFault> {
         let live_here = self
             .live
-            .get(entity.0 as usize)
+            .get(entity.0)
             .is_some_and(|l| l.iter().any(|(n, i)| *n == node && *i == incarnation));
         if !live_here {
             return Some(DeliverFault::NotLive);
@@ -284,12 +305,13 @@ impl Safety {
             Some(p) => p.was_delivered(seq),
             None => self
                 .pairs
-                .get(&(sender, entity))
+                .get(pair_key(sender.0, entity.0))
                 .is_some_and(|p| p.was_delivered(seq)),
         }
     }
 
-    /// Every (sender, entity) pair with the highest seq sent (seqs 1..=that were all sent).
+    /// Every (sender, entity) pair with the highest seq sent (seqs 1..=that were all sent),
+    /// in (sender, entity) order.
     pub(super) fn sent_pairs(&self) -> impl Iterator<Item = (SenderId, EntityId, u64)> + '_ {
         let dense = self.dense.iter().enumerate().flat_map(|(s, row)| {
             row.iter()
@@ -301,16 +323,18 @@ impl Safety {
             .pairs
             .iter()
             .filter(|(_, p)| p.sent_max > 0)
-            .map(|((s, e), p)| (*s, *e, p.sent_max));
-        dense.chain(sparse)
+            .map(|(k, p)| {
+                let (s, e) = unpair(k);
+                (SenderId(s), EntityId(e), p.sent_max)
+            });
+        let mut all: Vec<(SenderId, EntityId, u64)> = dense.chain(sparse).collect();
+        all.sort_unstable();
+        all.into_iter()
     }
 
     /// Live incarnations of `entity`.
     pub(super) fn live_incarnations(&self, entity: EntityId) -> &[(NodeId, u64)] {
-        self.live
-            .get(entity.0 as usize)
-            .map(|v| v.as_slice())
-            .unwrap_or(&[])
+        self.live.get(entity.0).map(|v| v.as_slice()).unwrap_or(&[])
     }
 
     /// Nodes hosting `shard`.

@@ -34,7 +34,7 @@
 use crate::check::{Checker, Violation};
 use crate::ddata::{Data, Key, ReplMsg};
 use crate::fault::Fault;
-use crate::ids::{NodeId, NodeInc, ShardId};
+use crate::ids::{NodeId, NodeInc};
 use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::settings::RememberStore;
@@ -171,7 +171,7 @@ pub struct Shared {
     end: Instant,
     t0: madsim::time::Instant,
     node_cfg: Arc<NodeConfig>,
-    shared_shards: Vec<ShardId>,
+    shared_shards: crate::protocol::entity::SharedShards,
     checker: Checker,
     tracer: Tracer,
     stats: Stats,
@@ -606,7 +606,7 @@ impl Shared {
         let env = self.workload.message(sender, now);
         self.stats.sends += 1;
         let shard = match self.shared_shards.get(env.entity.0 as usize) {
-            Some(s) => *s,
+            Some(s) => s,
             None => self.slots[node.0 as usize]
                 .node
                 .as_ref()

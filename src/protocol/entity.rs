@@ -115,11 +115,51 @@ pub struct TabledExtractor<E = HashExtractor> {
     table: Vec<ShardId>,
 }
 
+/// At most this many entity ids are tabled (16 KB of table per extractor); the function
+/// answers for the rest, so a million entities do not cost a million hashes per schedule and
+/// 4 MB per extractor (issue 14 item 2). Same answers either way.
+pub const TABLED_ENTITIES: u32 = 1 << 12;
+
 impl<E: ShardExtractor> TabledExtractor<E> {
-    /// Tabulate `inner` for entity ids below `entities`.
+    /// Tabulate `inner` for entity ids below `entities` (at most [`TABLED_ENTITIES`]).
     pub fn new(inner: E, entities: u32) -> Self {
-        let table = (0..entities).map(|e| inner.shard_id(EntityId(e))).collect();
+        let table = (0..entities.min(TABLED_ENTITIES))
+            .map(|e| inner.shard_id(EntityId(e)))
+            .collect();
         TabledExtractor { inner, table }
+    }
+}
+
+/// The shard of each entity id when every region shares one extractor, for the host's
+/// workload (the shard a send is routed to): a table of the first [`TABLED_ENTITIES`] ids,
+/// the extractor for the rest. Empty when regions do not share an extractor.
+#[derive(Clone, Default)]
+pub struct SharedShards {
+    table: Vec<ShardId>,
+    rest: Option<Arc<dyn ShardExtractor>>,
+}
+
+impl SharedShards {
+    /// The table for `entities` ids of `extractors`' shared extractor (empty without one).
+    pub fn new(extractors: &Extractors, entities: u32) -> Self {
+        match extractors.shared() {
+            Some(x) => SharedShards {
+                table: (0..entities.min(TABLED_ENTITIES))
+                    .map(|e| x.shard_id(EntityId(e)))
+                    .collect(),
+                rest: Some(x.clone()),
+            },
+            None => SharedShards::default(),
+        }
+    }
+
+    /// The shard of entity `e`, if every region shares the extractor.
+    #[inline]
+    pub fn get(&self, e: usize) -> Option<ShardId> {
+        match self.table.get(e) {
+            Some(s) => Some(*s),
+            None => self.rest.as_ref().map(|x| x.shard_id(EntityId(e as u32))),
+        }
     }
 }
 

@@ -65,7 +65,10 @@ pub struct Region {
     coordinator: Option<Addr>,
     register_backoff: Duration,
     region_by_shard: ShardMap<RegionRef>,
-    shards: ShardMap<ShardSlot>,
+    /// Boxed: the map's vector spans every shard id up to the highest hosted, and a slot is
+    /// large, so a region hosting a few of many shards holds a pointer per other id, not a
+    /// whole Shard (issue 14 item 2).
+    shards: ShardMap<Box<ShardSlot>>,
     /// The uid of the next Shard actor.
     next_shard_uid: u32,
     buffers: ShardMap<VecDeque<Envelope>>,
@@ -584,7 +587,7 @@ impl Region {
     }
     /// Hosted shards (starting, running or handing off).
     pub fn hosted(&self) -> impl Iterator<Item = (ShardId, &ShardSlot)> + '_ {
-        self.shards.iter()
+        self.shards.iter().map(|(k, v)| (k, &**v))
     }
     /// Shards with buffered messages.
     pub fn buffered_shards(&self) -> impl Iterator<Item = ShardId> + '_ {
@@ -889,12 +892,12 @@ impl Region {
         }
         self.shards.insert(
             shard,
-            ShardSlot {
+            Box::new(ShardSlot {
                 shard: s,
                 initialized: false,
                 handing_off: false,
                 host_pending: None,
-            },
+            }),
         );
         out.observe(Observation::ShardHosted(shard));
     }
@@ -1313,12 +1316,12 @@ mod tests {
         let shard = Shard::new(ShardId(1), 0, r.cfg.clone(), Instant::ZERO, &mut out);
         r.shards.insert(
             ShardId(1),
-            ShardSlot {
+            Box::new(ShardSlot {
                 shard,
                 initialized: true,
                 handing_off: false,
                 host_pending: None,
-            },
+            }),
         );
         assert_eq!(broken(&r), Some("proxy-hosts-no-shard"));
     }

@@ -1,6 +1,7 @@
 //! The workload: senders on each node handing user messages to their local region, each with a
 //! per-entity sequence number so the checkers can see order and duplicates.
 
+use crate::idmap::Dense;
 use crate::ids::{EntityId, NodeId, SenderId};
 use crate::protocol::Envelope;
 use crate::rng::{Rng, Stream};
@@ -12,8 +13,13 @@ struct Sender {
     id: SenderId,
     node: NodeId,
     focus: Vec<EntityId>,
-    seqs: Vec<u64>,
+    /// entity → the last seq sent to it: a vector for small ids, a table of the entities
+    /// this sender addressed for the rest (issue 14 item 2).
+    seqs: Dense<u64>,
 }
+
+/// Entity ids below this count their seqs in a sender's vector (at most 8 KB per sender).
+const DENSE_SEQ_ENTITIES: u32 = 1 << 10;
 
 /// Every sender of a run and the workload's random stream.
 pub struct Workload {
@@ -71,7 +77,7 @@ impl Workload {
                     id,
                     node: NodeId(node),
                     focus,
-                    seqs: vec![0; sc.entities.count as usize],
+                    seqs: Dense::new(DENSE_SEQ_ENTITIES),
                 });
             }
         }
@@ -148,7 +154,7 @@ impl Workload {
         } else {
             s.focus[idx as usize]
         };
-        let slot = &mut s.seqs[entity.0 as usize];
+        let slot = s.seqs.slot(entity.0);
         *slot += 1;
         Envelope {
             sender: s.id,
