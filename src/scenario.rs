@@ -236,7 +236,7 @@ impl Default for LivenessSpec {
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ClusterSpec {
-    /// Number of nodes (1..=64).
+    /// Number of nodes (1..=128).
     pub nodes: u32,
     /// Join time of each node in ms; missing entries join at 0. The oldest member is the first
     /// to join (ties: lower node id).
@@ -509,10 +509,10 @@ impl Scenario {
     /// Semantic checks; returns (dotted field, message).
     pub fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, m: String| Err((f.to_string(), m));
-        if self.cluster.nodes == 0 || self.cluster.nodes > 64 {
+        if self.cluster.nodes == 0 || self.cluster.nodes > 128 {
             return err(
                 "cluster.nodes",
-                format!("must be 1..=64, got {}", self.cluster.nodes),
+                format!("must be 1..=128, got {}", self.cluster.nodes),
             );
         }
         if self.cluster.join_at_ms.len() > self.cluster.nodes as usize {
