@@ -27,6 +27,8 @@ pub enum Stream {
     SwarmRolling = 6,
     /// The workload's entity choice while its key space grows (`workload.key-space-growth-ms`).
     WorkloadGrowth = 7,
+    /// Gossip target selection, one stream per node incarnation (see [`Rng::fork_keyed`]).
+    Gossip = 8,
 }
 
 impl Rng {
@@ -38,6 +40,19 @@ impl Rng {
     /// An independent stream for `s`, derived from the root seed and the stream id only.
     pub fn fork(seed: u64, s: Stream) -> Self {
         let mut r = ChaCha8Rng::seed_from_u64(seed);
+        r.set_stream(s as u64 + 1);
+        Rng(r)
+    }
+
+    /// An independent stream for `s` and `key` (one per node incarnation, say): the root seed
+    /// mixed with `key` (splitmix64), on `s`'s stream id, so it shares no draws with
+    /// [`Rng::fork`]'s streams of the same seed.
+    pub fn fork_keyed(seed: u64, s: Stream, key: u64) -> Self {
+        let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let mut r = ChaCha8Rng::seed_from_u64(seed ^ z);
         r.set_stream(s as u64 + 1);
         Rng(r)
     }

@@ -246,6 +246,8 @@ pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, SharedShards) 
                 count: sc.settings.min_nr_of_members,
                 of_role: sc.settings.role.is_some(),
             },
+            // Each node's gossip target choice draws from a stream of this seed.
+            gossip_seed: seed,
             ..sc.membership.clone()
         },
         entities: sc.entities.count,

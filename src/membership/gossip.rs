@@ -3,6 +3,7 @@
 //! No timers, no I/O; every function here is a function of the state (and of `me` where the
 //! answer is one node's view).
 
+use super::vclock::{VcOrder, VectorClock};
 use super::NodeAddr;
 use crate::protocol::{Member, MemberStatus};
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,26 +40,24 @@ pub struct GossipState {
     pub members: BTreeMap<NodeAddr, GossipMember>,
     /// (observer, subject) → observation.
     pub reachability: BTreeMap<(NodeAddr, NodeAddr), ReachRecord>,
-    /// The members that have seen exactly this content (Akka's `seen` set).
+    /// The members that have seen exactly this version (Akka's `seen` set).
     pub seen: BTreeSet<NodeAddr>,
+    /// The version (Akka's `Gossip.version`): bumped by a member on each local change, merged
+    /// pointwise by a merge of concurrent states.
+    pub version: VectorClock,
 }
 
 /// The outcome of [`GossipState::merge`].
 pub(super) struct Merged {
-    /// The merged state, its seen set included (with `me`).
+    /// The kept state, its seen set included (with `me`).
     pub(super) state: GossipState,
-    /// Whether the merged contents equal the receiver's.
+    /// How the incoming version relates to the receiver's.
+    pub(super) order: VcOrder,
+    /// Whether the kept contents are the receiver's (Same or an older incoming version).
     pub(super) same_mine: bool,
-    /// Whether the merged contents equal the incoming ones.
-    pub(super) same_theirs: bool,
 }
 
 impl GossipState {
-    /// Whether the contents (members and reachability, not the seen set) are equal.
-    pub(super) fn same_content(&self, o: &GossipState) -> bool {
-        self.members == o.members && self.reachability == o.reachability
-    }
-
     /// Merge the contents (members and reachability); a join-semilattice, so commutative,
     /// associative and idempotent. The seen set is left alone (see [`Self::merge`]).
     pub(super) fn merge_content(&mut self, o: &GossipState) {
@@ -87,34 +86,54 @@ impl GossipState {
         self.prune();
     }
 
-    /// This state merged with `incoming` as received by `me`: the contents merged, and Akka's
-    /// seen-set merge: equal versions union the seen sets; a newer version keeps its own seen
-    /// set; a merged (concurrent) version has been seen by `me` only.
+    /// This state as `me` keeps it after receiving `incoming` (ClusterDaemon `receiveGossip`):
+    /// by the versions, Same unites the seen sets (`mergeSeen`), an older incoming one is
+    /// ignored, a newer one is taken whole, and concurrent ones are merged (`Gossip.merge`:
+    /// contents merged, versions merged, seen by nobody); then `me` has seen the result
+    /// (`winningGossip.seen(selfUniqueAddress)`).
     pub(super) fn merge(&self, incoming: &GossipState, me: NodeAddr) -> Merged {
-        let mut state = self.clone();
-        state.merge_content(incoming);
-        let same_mine = state.same_content(self);
-        let same_theirs = state.same_content(incoming);
-        state.seen = match (same_mine, same_theirs) {
-            (true, true) => self.seen.union(&incoming.seen).copied().collect(),
-            (true, false) => self.seen.clone(),
-            (false, true) => incoming.seen.clone(),
-            (false, false) => BTreeSet::new(),
+        let order = incoming.version.compare(&self.version);
+        let mut state = match order {
+            VcOrder::Same => {
+                let mut s = self.clone();
+                s.seen.extend(incoming.seen.iter().copied());
+                s
+            }
+            VcOrder::Before => self.clone(),
+            VcOrder::After => incoming.clone(),
+            VcOrder::Concurrent => {
+                let mut s = self.clone();
+                s.merge_content(incoming);
+                s.version.merge(&incoming.version);
+                s.seen.clear();
+                s
+            }
         };
         state.seen.insert(me);
         Merged {
             state,
-            same_mine,
-            same_theirs,
+            order,
+            same_mine: matches!(order, VcOrder::Same | VcOrder::Before),
         }
     }
 
-    /// Whether [`Self::prune`] would change nothing.
-    pub(super) fn is_pruned(&self) -> bool {
-        self.reachability.keys().all(|(o, s)| {
-            self.status(*o) != Some(MemberStatus::Removed)
-                && self.status(*s) != Some(MemberStatus::Removed)
-        })
+    /// A digest of the seen set (Akka's `GossipOverview.seenDigest`, a SHA-1 of the sorted
+    /// addresses; here FNV-1a over the sorted incarnations), sent in `GossipStatus`.
+    pub(super) fn seen_digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for a in &self.seen {
+            for b in a
+                .node
+                .0
+                .to_le_bytes()
+                .iter()
+                .chain(a.inc.0.to_le_bytes().iter())
+            {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
     }
 
     /// Akka drops the reachability records of removed members.

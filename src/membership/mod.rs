@@ -1,12 +1,14 @@
 //! Cluster membership of one node incarnation, as a sans-IO state machine: join via seeds,
-//! heartbeat failure detection, full-state gossip with a seen set, leader actions under
+//! heartbeat failure detection on Akka's ring of monitors, gossip to one chosen node per
+//! gossip tick with version digests before full state, a seen set, leader actions under
 //! convergence, and the downing providers (none, auto-down, split-brain resolver).
 //!
-//! Modelled on Akka's `ClusterCoreDaemon`, `Gossip`, `Reachability`, `ClusterHeartbeat` and
-//! `SplitBrainResolver`, simplified: the whole gossip state is pushed to every reachable member
-//! each `gossip-interval`, and convergence is a seen set over identical gossip contents instead
-//! of vector clocks. Everything is deterministic given the inputs: no clock, no randomness, no
-//! hashing.
+//! Modelled on Akka's `ClusterCoreDaemon` (ClusterDaemon.scala: `gossipTick`, `gossip()`,
+//! `receiveGossipStatus`, `receiveGossip`, `isGossipSpeedupNeeded`), `GossipTargetSelector`
+//! (MembershipState.scala), `Gossip` with its `VectorClock` version, `Reachability`,
+//! `ClusterHeartbeatSender` with its `HeartbeatNodeRing` (ClusterHeartbeat.scala) and
+//! `SplitBrainResolver`. Everything is deterministic given the inputs: the one random choice,
+//! the gossip target, draws from the node's own seeded stream (`Stream::Gossip`).
 //!
 //! Layout: this file holds the types, the configuration and the [`Membership`] state machine
 //! (inputs, timers, failure detector, leader actions, when to decide on downing);
@@ -23,11 +25,49 @@ use std::sync::Arc;
 
 mod downing;
 mod gossip;
+mod ring;
 #[cfg(test)]
 mod tests;
+mod vclock;
 
 pub use downing::{decide, Decision, DowningFacts, Outcome};
 pub use gossip::{GossipMember, GossipState, ReachRecord};
+pub use vclock::{VcOrder, VectorClock};
+
+use crate::rng::{Rng, Stream};
+use vclock::VcOrder as Vc;
+
+/// ClusterDaemon `MaxGossipsBeforeShuttingDownMyself` and
+/// `NumberOfGossipsBeforeShutdownWhenLeaderExits` (both 5): full gossips to random members
+/// when this node downs itself or completes its exiting tasks.
+const GOSSIPS_BEFORE_SHUTDOWN: usize = 5;
+
+/// reference.conf `akka.cluster.reduce-gossip-different-view-probability = 400`.
+const REDUCE_GOSSIP_DIFFERENT_VIEW_PROBABILITY: f64 = 400.0;
+
+/// `GossipTargetSelector.adjustedGossipDifferentViewProbability` (MembershipState.scala) as
+/// Akka HEAD has it: ClusterDaemon constructs the selector with
+/// `ReduceGossipDifferentViewProbability` (400) in the place of the probability, so
+/// `gossip-different-view-probability` (0.8) is read but unused, and up to 400 members the
+/// "probability" is 400: a node always prefers members that have not seen its version.
+/// Above 400 members it falls linearly to a tenth at 1,200.
+fn adjusted_gossip_different_view_probability(cluster_size: usize) -> f64 {
+    let p = REDUCE_GOSSIP_DIFFERENT_VIEW_PROBABILITY;
+    let low = p;
+    let high = low * 3.0;
+    let size = cluster_size as f64;
+    if size <= low {
+        p
+    } else {
+        let min_p = p / 10.0;
+        if size >= high {
+            min_p
+        } else {
+            let k = (min_p - p) / (high - low);
+            p + (size - low) * k
+        }
+    }
+}
 
 /// Milliseconds as a `Duration`, saturating (configuration values are not trusted).
 fn ms(v: u64) -> Duration {
@@ -149,6 +189,10 @@ pub struct MembershipConfig {
     /// [`MinMembers`].
     #[serde(skip)]
     pub min_nr_of_members: MinMembers,
+    /// The schedule's seed, from which each node incarnation forks its gossip target stream
+    /// (`Stream::Gossip`). Not a `[membership]` key: the world fills it in.
+    #[serde(skip)]
+    pub gossip_seed: u64,
 }
 
 /// Akka's `akka.cluster.min-nr-of-members` and `akka.cluster.role.<role>.min-nr-of-members`
@@ -200,6 +244,7 @@ impl Default for MembershipConfig {
             gossip_interval_ms: 1000,
             downing: DowningProvider::None,
             min_nr_of_members: MinMembers::default(),
+            gossip_seed: 0,
         }
     }
 }
@@ -223,7 +268,7 @@ pub enum MMsg {
     Heartbeat,
     /// Reply to `Heartbeat`.
     HeartbeatRsp,
-    /// Full state push.
+    /// The full state (Akka's `GossipEnvelope`).
     Gossip {
         /// The sender's state (shared: a broadcast clones a pointer, not the maps).
         gossip: Arc<GossipState>,
@@ -232,6 +277,14 @@ pub enum MMsg {
     /// `cluster-exiting`, the singleton hand-over): the leader may remove it (Akka's
     /// `ExitingConfirmed`, ClusterDaemon.scala `receiveExitingConfirmed`).
     ExitingConfirmed,
+    /// The version digest of the sender's state (Akka's `GossipStatus(from, version,
+    /// seenDigest)`), sent instead of the full state to a member that has seen it.
+    GossipStatus {
+        /// The sender's version.
+        version: Arc<VectorClock>,
+        /// A digest of the sender's seen set.
+        seen_digest: u64,
+    },
 }
 
 /// The membership timers of one node. Re-setting a timer replaces it.
@@ -243,6 +296,9 @@ pub enum MTimer {
     HeartbeatTick,
     /// Resend `Join` to the seeds.
     JoinRetry,
+    /// Akka's `GossipSpeedupTick`: one more gossip round at a third of the interval while the
+    /// state is not converged (`isGossipSpeedupNeeded`).
+    GossipSpeedupTick,
 }
 
 /// Everything the membership can be told.
@@ -359,8 +415,16 @@ pub struct Membership {
     stopped: bool,
     seeds: Vec<NodeAddr>,
     gossip: GossipState,
-    /// Content changed locally or by a merge since the last broadcast.
-    dirty: bool,
+    /// Gossip target choice (Akka's `ThreadLocalRandom` in `GossipTargetSelector`).
+    rng: Rng,
+    /// Speed-up gossip rounds left in this gossip interval (Akka schedules two, at 1/3 and
+    /// 2/3 of it, ClusterDaemon `gossipTick`).
+    speedup_left: u8,
+    /// This node's heartbeat receivers on the ring (`HeartbeatNodeRing.myReceivers`).
+    receivers: BTreeSet<NodeAddr>,
+    /// Former receivers still heartbeated because they were unreachable when they left the
+    /// ring's selection (`ClusterHeartbeatSenderState.oldReceiversNowUnreachable`).
+    old_receivers_unreachable: BTreeSet<NodeAddr>,
     /// Bumped on every change of the content (members, reachability).
     rev: u64,
     /// The `rev` whose derived state (statuses, member list, monitoring, reachability
@@ -373,7 +437,8 @@ pub struct Membership {
     exiting_announced: bool,
     /// This node's own reachability version counter.
     reach_version: u64,
-    /// Failure detector: last heartbeat response per monitored member.
+    /// Failure detector: last heartbeat response per monitored member (the active receivers:
+    /// `receivers` and `old_receivers_unreachable`).
     last_heard: BTreeMap<NodeAddr, Instant>,
     /// When each member was first seen Down here (for the removal margin).
     down_seen_at: BTreeMap<NodeAddr, Instant>,
@@ -390,6 +455,7 @@ pub struct Membership {
 impl Membership {
     /// A node incarnation that has not started yet.
     pub fn new(me: NodeAddr, hosting: bool, cfg: MembershipConfig) -> Self {
+        let rng = Self::gossip_rng(cfg.gossip_seed, me);
         Membership {
             me,
             hosting,
@@ -400,7 +466,10 @@ impl Membership {
             stopped: false,
             seeds: Vec::new(),
             gossip: GossipState::default(),
-            dirty: false,
+            rng,
+            speedup_left: 0,
+            receivers: BTreeSet::new(),
+            old_receivers_unreachable: BTreeSet::new(),
             rev: 0,
             post_rev: None,
             exiting_confirmed: BTreeSet::new(),
@@ -415,6 +484,14 @@ impl Membership {
             last_status: BTreeMap::new(),
             last_leader: None,
         }
+    }
+
+    fn gossip_rng(seed: u64, me: NodeAddr) -> Rng {
+        Rng::fork_keyed(
+            seed,
+            Stream::Gossip,
+            u64::from(me.node.0) << 32 | u64::from(me.inc.0),
+        )
     }
 
     /// This incarnation runs app version `v` (`akka.cluster.app-version`; 0 by default). Set
@@ -490,12 +567,13 @@ impl Membership {
         }
     }
 
-    /// A local change of the content: only this node has seen it.
+    /// A local change of the content: a new version (ClusterDaemon `updateLatestGossip`:
+    /// `gossip :+ vclockNode`, then `onlySeen(selfUniqueAddress)`): only this node has seen it.
     fn touch(&mut self) {
         self.rev += 1;
+        self.gossip.version.bump(self.me);
         self.gossip.seen.clear();
         self.gossip.seen.insert(self.me);
-        self.dirty = true;
     }
 
     /// Move member `a` forward to `status`. Idempotent: a status it already has (or passed)
@@ -532,12 +610,17 @@ impl Membership {
                     Some(MemberStatus::Joining | MemberStatus::Up)
                 ) {
                     self.set_status(self.me, MemberStatus::Leaving, None);
+                    self.gossip_after_leaving(self.me, out);
                 }
             }
             MInput::ExitingCompleted => {
                 if self.status_of_self() == Some(MemberStatus::Exiting) {
-                    // `ExitingCompleted` → `ExitingConfirmed` to the other members (Akka sends
-                    // it to the leader and the other members that may become leader).
+                    // ClusterDaemon `exitingCompleted`: mark the state seen, gossip it to
+                    // `NumberOfGossipsBeforeShutdownWhenLeaderExits` random members, then
+                    // `ExitingConfirmed` to the other members (Akka sends it to the leader
+                    // and the other members that may become leader).
+                    self.gossip.seen.insert(self.me);
+                    self.gossip_random_n(GOSSIPS_BEFORE_SHUTDOWN, out);
                     for a in self.gossip.members.keys() {
                         if *a != self.me && self.gossip.is_live(*a) {
                             out.push(MOutput::Send {
@@ -557,6 +640,7 @@ impl Membership {
                     )
                 {
                     self.set_status(a, MemberStatus::Leaving, None);
+                    self.gossip_after_leaving(a, out);
                 }
             }
             MInput::DownCommand(a) => {
@@ -564,6 +648,7 @@ impl Membership {
                 if self.joined && matches!(self.gossip.status(a), Some(s) if s < MemberStatus::Down)
                 {
                     self.set_status(a, MemberStatus::Down, Some("downed: operator".into()));
+                    self.gossip_after_down(a, out);
                 }
             }
         }
@@ -650,10 +735,72 @@ impl Membership {
                     if self.is_leader() {
                         self.leader_actions(now, out);
                     }
-                    self.gossip_to_all(out);
-                    self.dirty = false;
+                    // ClusterDaemon `gossipTick`: one round, and two speed-up rounds at 1/3
+                    // and 2/3 of the interval while `isGossipSpeedupNeeded`.
+                    self.gossip_round(out);
+                    if self.is_gossip_speedup_needed() {
+                        self.speedup_left = 2;
+                        out.push(MOutput::SetTimer {
+                            timer: MTimer::GossipSpeedupTick,
+                            after: Duration(self.gi().0 / 3),
+                        });
+                    }
                 }
             }
+            MTimer::GossipSpeedupTick => {
+                // ClusterDaemon `gossipSpeedupTick`: `if (isGossipSpeedupNeeded) gossip()`.
+                self.speedup_left = self.speedup_left.saturating_sub(1);
+                if self.speedup_left > 0 {
+                    out.push(MOutput::SetTimer {
+                        timer: MTimer::GossipSpeedupTick,
+                        after: Duration(self.gi().0 / 3),
+                    });
+                }
+                if self.joined && self.is_gossip_speedup_needed() {
+                    self.gossip_round(out);
+                }
+            }
+        }
+    }
+
+    /// `ClusterHeartbeatSenderState.membershipChange`: the ring holds the members that are not
+    /// Removed (`addMember` on every member event, `removeMember` on `MemberRemoved`), its
+    /// unreachable set is the gossip's (`UnreachableMember`/`ReachableMember` events). A
+    /// receiver dropped from the selection while its failure detector says unavailable is
+    /// still heartbeated (`oldReceiversNowUnreachable`) until it answers or is removed; the
+    /// others are forgotten (`failureDetector.remove`). A new receiver starts with a fresh
+    /// deadline (Akka's `ExpectedFirstHeartbeat` after `expected-response-after`).
+    fn update_receivers(&mut self, now: Instant) {
+        let nodes: BTreeSet<NodeAddr> = self.member_addrs().into_iter().collect();
+        let unreachable = self.gossip.unreachable();
+        let receivers = if nodes.contains(&self.me) {
+            ring::receivers(
+                self.me,
+                &nodes,
+                &unreachable,
+                ring::MONITORED_BY_NR_OF_MEMBERS,
+            )
+        } else {
+            BTreeSet::new()
+        };
+        let pause = ms(self.cfg.acceptable_heartbeat_pause_ms);
+        for a in self.receivers.difference(&receivers) {
+            let available = self
+                .last_heard
+                .get(a)
+                .is_none_or(|l| now - *l <= pause && !self.observes_unreachable(*a));
+            if !available && nodes.contains(a) {
+                self.old_receivers_unreachable.insert(*a);
+            }
+        }
+        self.old_receivers_unreachable
+            .retain(|a| nodes.contains(a) && !receivers.contains(a));
+        self.receivers = receivers;
+        let (receivers, old) = (&self.receivers, &self.old_receivers_unreachable);
+        self.last_heard
+            .retain(|a, _| receivers.contains(a) || old.contains(a));
+        for a in self.receivers.iter() {
+            self.last_heard.entry(*a).or_insert(now);
         }
     }
 
@@ -716,10 +863,17 @@ impl Membership {
                 msg: MMsg::HeartbeatRsp,
             }),
             MMsg::HeartbeatRsp => {
+                // `ClusterHeartbeatSenderState.heartbeatRsp`: only from an active receiver; a
+                // former receiver back from unreachable is no longer heartbeated.
                 if let Some(last) = self.last_heard.get_mut(&from) {
                     *last = now;
                     if self.observes_unreachable(from) {
                         self.record_reachability(from, false, out);
+                    }
+                    if self.old_receivers_unreachable.remove(&from)
+                        && !self.receivers.contains(&from)
+                    {
+                        self.last_heard.remove(&from);
                     }
                 }
             }
@@ -733,6 +887,10 @@ impl Membership {
                 self.exiting_confirmed.insert(from);
             }
             MMsg::Welcome { gossip } | MMsg::Gossip { gossip } => self.on_gossip(from, gossip, out),
+            MMsg::GossipStatus {
+                version,
+                seen_digest,
+            } => self.on_gossip_status(from, &version, seen_digest, out),
         }
     }
 
@@ -797,12 +955,14 @@ impl Membership {
     }
 
     fn on_gossip(&mut self, from: NodeAddr, incoming: Arc<GossipState>, out: &mut Vec<MOutput>) {
-        // Akka ignores gossip that does not contain the receiver, or (once joined) comes from
-        // a sender it does not know.
+        // ClusterDaemon `receiveGossip`: ignore gossip that does not contain the receiver, or
+        // (once joined) comes from a sender it does not know or observes as unreachable.
         if !incoming.members.contains_key(&self.me) {
             return;
         }
-        if self.joined && !self.gossip.members.contains_key(&from) {
+        if self.joined
+            && (!self.gossip.members.contains_key(&from) || self.observes_unreachable(from))
+        {
             return;
         }
         if !self.joined {
@@ -810,36 +970,69 @@ impl Membership {
             self.joined = true;
             out.push(MOutput::CancelTimer(MTimer::JoinRetry));
         }
-        if self.gossip.same_content(&incoming) && self.gossip.is_pruned() {
-            // The common case in a quiet cluster: the same content, so the merge is a no-op
-            // and only the seen sets are united (as below, without copying the state).
-            self.gossip.seen.extend(incoming.seen.iter().copied());
-            self.gossip.seen.insert(self.me);
-            if !incoming.seen.contains(&self.me) {
-                out.push(MOutput::Send {
-                    to: from,
-                    msg: MMsg::Gossip {
-                        gossip: Arc::new(self.gossip.clone()),
-                    },
-                });
-            }
-            return;
-        }
-        // Merge contents and seen sets (gossip.rs).
+        // Compare the versions and keep, take or merge (gossip.rs), then `seen(self)`.
         let gossip::Merged {
             state,
+            order,
             same_mine,
-            same_theirs,
         } = self.gossip.merge(&incoming, self.me);
         self.gossip = state;
         if !same_mine {
-            self.dirty = true;
             self.rev += 1;
         }
-        // The sender is behind or has not seen that we have seen it: answer it directly.
-        if !same_theirs || !incoming.seen.contains(&self.me) {
+        // `talkback`: Same or newer when the sender has not seen that we have seen it; older
+        // or concurrent always (the sender lacks something we have).
+        let talkback = match order {
+            Vc::Same | Vc::After => !incoming.seen.contains(&self.me),
+            Vc::Before | Vc::Concurrent => true,
+        };
+        if talkback {
+            self.gossip_to(from, out);
+        }
+    }
+
+    /// ClusterDaemon `receiveGossipStatus`: from a known, reachable member; a different seen
+    /// digest, an older or a concurrent version gets the full state back, a newer one our
+    /// own status (so the sender sends its full state), the same one nothing.
+    fn on_gossip_status(
+        &mut self,
+        from: NodeAddr,
+        version: &VectorClock,
+        seen_digest: u64,
+        out: &mut Vec<MOutput>,
+    ) {
+        if !self.joined
+            || !self.gossip.members.contains_key(&from)
+            || self.observes_unreachable(from)
+        {
+            return;
+        }
+        if seen_digest != self.gossip.seen_digest() {
+            return self.gossip_to(from, out);
+        }
+        match version.compare(&self.gossip.version) {
+            Vc::Same => {}
+            Vc::After => self.gossip_status_to(from, out),
+            Vc::Before | Vc::Concurrent => self.gossip_to(from, out),
+        }
+    }
+
+    /// Akka `MembershipState.validNodeForGossip`: not self, a member (Akka's members hold no
+    /// Removed ones), and reachable from this node.
+    fn valid_node_for_gossip(&self, a: NodeAddr) -> bool {
+        a != self.me
+            && self
+                .gossip
+                .status(a)
+                .is_some_and(|st| st != MemberStatus::Removed)
+            && !self.observes_unreachable(a)
+    }
+
+    /// ClusterDaemon `gossipTo`: the full state to `a` if it is a valid gossip target.
+    fn gossip_to(&self, a: NodeAddr, out: &mut Vec<MOutput>) {
+        if self.valid_node_for_gossip(a) {
             out.push(MOutput::Send {
-                to: from,
+                to: a,
                 msg: MMsg::Gossip {
                     gossip: Arc::new(self.gossip.clone()),
                 },
@@ -847,20 +1040,152 @@ impl Membership {
         }
     }
 
-    fn gossip_to_all(&self, out: &mut Vec<MOutput>) {
-        // Akka `validNodeForGossip`: not self, not Removed, reachable from this node.
-        let mut shared: Option<Arc<GossipState>> = None;
+    /// ClusterDaemon `gossipStatusTo`: the version digest to `a`.
+    fn gossip_status_to(&self, a: NodeAddr, out: &mut Vec<MOutput>) {
+        if self.valid_node_for_gossip(a) {
+            out.push(MOutput::Send {
+                to: a,
+                msg: MMsg::GossipStatus {
+                    version: Arc::new(self.gossip.version.clone()),
+                    seen_digest: self.gossip.seen_digest(),
+                },
+            });
+        }
+    }
+
+    /// The members, Removed excluded (Akka's `latestGossip.members`), in address order.
+    fn member_addrs(&self) -> Vec<NodeAddr> {
+        self.gossip
+            .members
+            .iter()
+            .filter(|(_, m)| m.status != MemberStatus::Removed)
+            .map(|(a, _)| *a)
+            .collect()
+    }
+
+    /// ClusterDaemon `gossip()`: unless this is a singleton cluster, one target chosen by
+    /// `GossipTargetSelector.gossipTarget`; a target that has seen this version gets the
+    /// status only ("avoid transferring the full state if possible"), another the full state.
+    fn gossip_round(&mut self, out: &mut Vec<MOutput>) {
+        let members = self.member_addrs();
+        if members.len() <= 1 {
+            return;
+        }
+        // `localDcGossipTargets`: with `preferNodesWithDifferentView`, the valid members that
+        // have not seen this version; if none (or not preferred), every valid member.
+        let p = adjusted_gossip_different_view_probability(members.len());
+        let prefer = self.rng.chance(p);
+        let mut targets: Vec<NodeAddr> = Vec::new();
+        if prefer {
+            targets.extend(
+                members
+                    .iter()
+                    .copied()
+                    .filter(|a| !self.gossip.seen.contains(a) && self.valid_node_for_gossip(*a)),
+            );
+        }
+        if targets.is_empty() {
+            targets.extend(
+                members
+                    .iter()
+                    .copied()
+                    .filter(|a| self.valid_node_for_gossip(*a)),
+            );
+        }
+        if targets.is_empty() {
+            return;
+        }
+        // `selectRandomNode`: `nodes(ThreadLocalRandom.current.nextInt(nodes.size))`.
+        let peer = targets[self.rng.range(0, targets.len() as u64 - 1) as usize];
+        if self.gossip.seen.contains(&peer) {
+            self.gossip_status_to(peer, out);
+        } else {
+            self.gossip_to(peer, out);
+        }
+    }
+
+    /// ClusterDaemon `isGossipSpeedupNeeded` (one data centre): a member Down, Leaving or
+    /// Exiting, or fewer than half of the members have seen this version.
+    fn is_gossip_speedup_needed(&self) -> bool {
+        let mut members = 0;
+        let mut seen = 0;
         for (a, m) in &self.gossip.members {
-            if *a != self.me && m.status != MemberStatus::Removed && !self.observes_unreachable(*a)
-            {
-                let gossip = shared
-                    .get_or_insert_with(|| Arc::new(self.gossip.clone()))
-                    .clone();
-                out.push(MOutput::Send {
-                    to: *a,
-                    msg: MMsg::Gossip { gossip },
-                });
+            if m.status == MemberStatus::Removed {
+                continue;
             }
+            if matches!(
+                m.status,
+                MemberStatus::Down | MemberStatus::Leaving | MemberStatus::Exiting
+            ) {
+                return true;
+            }
+            members += 1;
+            seen += usize::from(self.gossip.seen.contains(a));
+        }
+        seen < members / 2
+    }
+
+    /// ClusterDaemon `gossipRandomN`: the full state to `n` random valid members
+    /// (`GossipTargetSelector.randomNodesForFullGossip`: all of them if there are no more).
+    fn gossip_random_n(&mut self, n: usize, out: &mut Vec<MOutput>) {
+        let mut nodes: Vec<NodeAddr> = self
+            .member_addrs()
+            .into_iter()
+            .filter(|a| self.valid_node_for_gossip(*a))
+            .collect();
+        if nodes.len() > n {
+            // `Random.shuffle(selectedNodes).take(n)`: a partial Fisher-Yates.
+            for i in 0..n {
+                let j = self.rng.range(i as u64, nodes.len() as u64 - 1) as usize;
+                nodes.swap(i, j);
+            }
+            nodes.truncate(n);
+        }
+        for a in nodes {
+            self.gossip_to(a, out);
+        }
+    }
+
+    /// ClusterDaemon `leaving`: "immediate gossip to speed up the leaving process",
+    /// `gossipToOldest(Set(leavingMember))` then `gossip()`.
+    fn gossip_after_leaving(&mut self, a: NodeAddr, out: &mut Vec<MOutput>) {
+        self.gossip_to_oldest(&[a], out);
+        self.gossip_round(out);
+    }
+
+    /// ClusterDaemon `gossipToOldest`: the full state to the targets of
+    /// `MembershipState.gossipTargetsForLeavingAndExitingMembers`: the two oldest members, and
+    /// the two oldest with the changed members' role (here the sharding role, `hosting`).
+    fn gossip_to_oldest(&self, changed: &[NodeAddr], out: &mut Vec<MOutput>) {
+        if changed.is_empty() {
+            return;
+        }
+        let by_age = self.gossip.member_list();
+        let mut targets: BTreeSet<NodeAddr> = BTreeSet::new();
+        let addr = |m: &Member| NodeAddr {
+            node: m.node,
+            inc: m.inc,
+        };
+        targets.extend(by_age.iter().take(2).map(addr));
+        let role = changed
+            .iter()
+            .any(|a| self.gossip.members.get(a).is_some_and(|m| m.hosting));
+        if role {
+            targets.extend(by_age.iter().filter(|m| m.hosting).take(2).map(addr));
+        }
+        for t in targets {
+            self.gossip_to(t, out);
+        }
+    }
+
+    /// ClusterDaemon `downing`: after marking `a` Down, "spread the word quickly" with
+    /// `gossipRandomN(MaxGossipsBeforeShuttingDownMyself)` when it is this node, else try to
+    /// gossip to the downed node "as a STONITH signal".
+    fn gossip_after_down(&mut self, a: NodeAddr, out: &mut Vec<MOutput>) {
+        if a == self.me {
+            self.gossip_random_n(GOSSIPS_BEFORE_SHUTDOWN, out);
+        } else {
+            self.gossip_to(a, out);
         }
     }
 
@@ -954,6 +1279,11 @@ impl Membership {
             };
             changes.push((*a, to));
         }
+        let exiting: Vec<NodeAddr> = changes
+            .iter()
+            .filter(|(_, to)| *to == MemberStatus::Exiting)
+            .map(|(a, _)| *a)
+            .collect();
         for (a, to) in changes {
             if to == MemberStatus::Up {
                 // Akka: upNumber = highest assigned so far + 1 (oldest is lowest).
@@ -964,6 +1294,9 @@ impl Membership {
             }
             self.set_status(a, to, None);
         }
+        // ClusterDaemon `leaderActionsOnConvergence`:
+        // `gossipToOldest(changedMembers.filter(_.status == Exiting))`.
+        self.gossip_to_oldest(&exiting, out);
     }
 
     /// Akka `isMinNrOfMembersFulfilled` (ClusterDaemon.scala): the members of the gossip
@@ -997,6 +1330,7 @@ impl Membership {
                 if !downed.is_empty() {
                     for a in &downed {
                         self.set_status(*a, MemberStatus::Down, Some("downed: auto-down".into()));
+                        self.gossip_after_down(*a, out);
                     }
                     out.push(MOutput::Observe(MembershipEvent::DowningDecision {
                         provider: "auto-down".into(),
@@ -1033,8 +1367,10 @@ impl Membership {
                     ..
                 } = d;
                 let reason = format!("sbr: {name}: {decision}");
+                // The SBR downs through `cluster.down`, i.e. ClusterDaemon `downing` for each.
                 for a in &downed {
                     self.set_status(*a, MemberStatus::Down, Some(reason.clone()));
+                    self.gossip_after_down(*a, out);
                 }
                 out.push(MOutput::Observe(MembershipEvent::DowningDecision {
                     provider: format!("sbr-{name}"),
@@ -1045,8 +1381,10 @@ impl Membership {
         }
     }
 
-    /// After every input: shutdown check, change notifications, failure-detector bookkeeping,
-    /// and the immediate gossip after a change.
+    /// After every input: shutdown check, change notifications and failure-detector
+    /// bookkeeping. A change is gossiped on the next gossip tick (ClusterDaemon
+    /// `updateLatestGossip` does not send), or by the immediate gossips Akka has for leaving,
+    /// downing and exiting.
     fn post(&mut self, now: Instant, out: &mut Vec<MOutput>) {
         if self.stopped || !self.joined {
             return;
@@ -1054,10 +1392,6 @@ impl Membership {
         if self.post_rev != Some(self.rev) {
             self.post_rev = Some(self.rev);
             self.post_content_changed(now, out);
-        }
-        if self.dirty {
-            self.dirty = false;
-            self.gossip_to_all(out);
         }
         // A node that sees itself Down, Removed or Exiting stops (Akka: MemberDowned /
         // MemberRemoved(self) → shutdown; Exiting → coordinated shutdown "left").
@@ -1115,18 +1449,7 @@ impl Membership {
             self.last_members = members.clone();
             out.push(MOutput::MembersChanged(members));
         }
-        // Monitor every other member that is not Removed.
-        let monitored: BTreeSet<NodeAddr> = self
-            .gossip
-            .members
-            .iter()
-            .filter(|(a, m)| **a != self.me && m.status != MemberStatus::Removed)
-            .map(|(a, _)| *a)
-            .collect();
-        self.last_heard.retain(|a, _| monitored.contains(a));
-        for a in monitored {
-            self.last_heard.entry(a).or_insert(now);
-        }
+        self.update_receivers(now);
         self.track_unreachable(now);
         let leader = self.leader();
         if leader != self.last_leader {
