@@ -27,6 +27,10 @@ pub enum Stream {
     SwarmRolling = 6,
     /// The workload's entity choice while its key space grows (`workload.key-space-growth-ms`).
     WorkloadGrowth = 7,
+    /// The swarm's draw of targeted delays (`swarm.delays`, issue 15 item 3).
+    SwarmDelays = 8,
+    /// `fuzz --guided`: the mutator's draws, seeded by `--seed-start` (not per schedule).
+    Guided = 9,
 }
 
 impl Rng {

@@ -8,6 +8,7 @@
 //! checker and the trace.
 
 pub mod causal;
+pub mod delays;
 pub mod faults;
 pub mod journal;
 pub mod net;
@@ -387,9 +388,20 @@ impl World {
         }
         // The fault plan: the scenario's, then the swarm's draw for this seed.
         let plan = swarm::plan(&w.sc, seed);
+        let delays = delays::plan(&w.sc, seed);
+        if !delays.is_empty() {
+            w.net
+                .set_holds(delays::Holds::new(&delays, w.sc.cluster.nodes));
+        }
         if let Some(mut profile) = plan.profile {
             if let Some(k) = knobs {
                 profile = format!("{profile}; {k}");
+            }
+            if w.sc.swarm.delays {
+                profile = format!(
+                    "{profile}; {}",
+                    delays::describe(&delays[w.sc.delays.len()..])
+                );
             }
             w.emit(TraceEvent::SwarmProfile { profile });
         }
@@ -1029,7 +1041,7 @@ impl World {
         }
         let at = self
             .net
-            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0);
+            .schedule_msg(self.now, from.node.0 as usize, to.node.0 as usize, &msg);
         self.tracer
             .flow_sent(self.now, from, to, &msg, at.is_some());
         match at {
