@@ -201,19 +201,14 @@ impl Collector {
             }
         }
         if from.role == Role::Region {
-            if let (Msg::ShardStopped { shard }, Some(i)) =
-                (msg, msg.shard().and_then(|s| self.slot(from.node, s)))
-            {
-                let _ = shard;
-                let before = self.region[i];
-                self.region[i] = R_STOPPED;
-                self.map.hit(feature(&[
-                    T_REGION,
-                    kind,
-                    1,
-                    u64::from(before),
-                    u64::from(R_STOPPED),
-                ]));
+            // The owner's `ShardStopped`: its hand-off of the shard is done.
+            if let Msg::ShardStopped { shard } = msg {
+                if let Some(i) = self.slot(from.node, *shard) {
+                    let before = self.region[i];
+                    self.region[i] = R_STOPPED;
+                    let f = feature(&[T_REGION, kind, 1, u64::from(before), u64::from(R_STOPPED)]);
+                    self.map.hit(f);
+                }
             }
         }
     }
