@@ -349,6 +349,7 @@ fn build(
         expect: ExpectSpec::default(),
         membership: cfg.membership.clone(),
         faults,
+        delays: Vec::new(),
         swarm: SwarmSpec::default(),
         liveness: LivenessSpec::default(),
     }

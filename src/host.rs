@@ -52,6 +52,18 @@ pub struct Unsupported {
 
 /// The first setting of `sc` the madsim host cannot express, if any.
 pub fn madsim_unsupported(sc: &Scenario) -> Option<Unsupported> {
+    if !sc.delays.is_empty() || (sc.swarm.enabled && sc.swarm.delays) {
+        return Some(Unsupported {
+            field: if sc.delays.is_empty() {
+                "swarm.delays"
+            } else {
+                "delays"
+            },
+            why: "targeted delays hold messages in the own world's network (src/sim/net.rs); \
+                  the madsim host's network has no hold"
+                .to_string(),
+        });
+    }
     if sc.network.slow_probability > 0.0 {
         return Some(Unsupported {
             field: "network.slow-probability",

@@ -50,6 +50,10 @@ pub struct Scenario {
     /// An explicit fault plan: at time t, do this.
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
+    /// Targeted delays: hold back a message kind or a node pair's messages for a while
+    /// ([`crate::sim::delays`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delays: Vec<crate::sim::delays::DelaySpec>,
     /// Faults generated per seed (swarm testing).
     #[serde(default)]
     pub swarm: SwarmSpec,
@@ -179,6 +183,11 @@ pub struct SwarmSpec {
     /// 1/2, at a value up to the scenario's; the longest entity stop is drawn up to
     /// `entities.stop-ms`'s upper bound. The scenario's values are the maxima.
     pub entity_knobs: bool,
+    /// Also draw targeted delays per seed ([`crate::sim::delays::draw`], issue 15 item 3):
+    /// one to `max-per-kind` of them, each holding a message kind or a node pair's messages.
+    pub delays: bool,
+    /// Longest hold of a drawn delay, ms.
+    pub max_hold_ms: u64,
 }
 
 impl Default for SwarmSpec {
@@ -203,6 +212,8 @@ impl Default for SwarmSpec {
             ],
             overlap: false,
             entity_knobs: false,
+            delays: false,
+            max_hold_ms: 1_000,
         }
     }
 }
@@ -797,6 +808,17 @@ impl Scenario {
             if let Err(e) = problem {
                 return Err(fault_error(i, f, n, e));
             }
+        }
+        for (i, d) in self.delays.iter().enumerate() {
+            if let Err((field, message)) = d.check(n) {
+                return Err((format!("delays[{i}].{field}"), message));
+            }
+        }
+        if self.swarm.delays && self.swarm.max_hold_ms == 0 {
+            return err(
+                "swarm.max-hold-ms",
+                "must be at least 1 with swarm.delays".into(),
+            );
         }
         Ok(())
     }

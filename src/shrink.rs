@@ -227,6 +227,7 @@ pub fn materialise(sc: &Scenario, seed: u64) -> Scenario {
     };
     let plan = crate::sim::swarm::plan(sc, seed);
     out.faults = plan.faults.iter().map(FaultSpec::from).collect();
+    out.delays = crate::sim::delays::plan(sc, seed);
     out.swarm = SwarmSpec::default();
     out
 }
@@ -285,6 +286,7 @@ pub fn shrink_observed(
         let start = r.best.clone();
         r.pass_end();
         r.pass_faults();
+        r.pass_delays();
         r.pass_nodes();
         r.pass_population();
         r.pass_durations();
@@ -471,6 +473,29 @@ impl Reducer<'_> {
         let after = self.best.faults.len();
         if after != before {
             self.step(format!("faults {before} → {after} (ddmin)"));
+        }
+    }
+
+    /// Remove targeted delays (`[[delays]]`), one at a time, last first; then drop the ones
+    /// whose window opens after the run's end.
+    fn pass_delays(&mut self) {
+        let before = self.best.delays.len();
+        let end = self.best.run.duration_ms;
+        if self.best.delays.iter().any(|d| d.at_ms >= end) {
+            let mut c = self.best.clone();
+            c.delays.retain(|d| d.at_ms < end);
+            self.accept(c);
+        }
+        let mut i = self.best.delays.len();
+        while i > 0 && !self.exhausted {
+            i -= 1;
+            let mut c = self.best.clone();
+            c.delays.remove(i);
+            self.accept(c);
+        }
+        let after = self.best.delays.len();
+        if after != before {
+            self.step(format!("delays {before} → {after}"));
         }
     }
 
@@ -699,6 +724,18 @@ fn without_node(sc: &Scenario, k: u32) -> Option<Scenario> {
             }))
         })
         .collect::<Option<Vec<_>>>()?;
+    // A delay of the node's own messages goes with it; the nodes above are renumbered.
+    if sc
+        .delays
+        .iter()
+        .any(|d| d.from == Some(k) || d.to == Some(k))
+    {
+        return None;
+    }
+    for d in &mut c.delays {
+        d.from = d.from.map(map);
+        d.to = d.to.map(map);
+    }
     c.cluster.nodes -= 1;
     if (k as usize) < c.cluster.join_at_ms.len() {
         c.cluster.join_at_ms.remove(k as usize);

@@ -8,6 +8,7 @@
 //! checker and the trace.
 
 pub mod causal;
+pub mod delays;
 pub mod faults;
 pub mod journal;
 pub mod net;
@@ -101,6 +102,8 @@ pub struct RunResult {
     pub end: Instant,
     /// Hash of the trace (0 when tracing was off).
     pub trace_hash: u64,
+    /// The behaviour coverage reached, when [`World::with_coverage`] asked for it.
+    pub coverage: Option<Box<crate::coverage::Bitmap>>,
 }
 
 #[derive(Clone, Debug)]
@@ -316,6 +319,8 @@ pub struct World {
     cur: NodeAddr,
     /// The causal recorder (`shardsim explain`); `None` unless asked for.
     causal: Option<Box<causal::CausalLog>>,
+    /// The behaviour coverage collector (`fuzz --coverage`, `--guided`); `None` unless asked.
+    coverage: Option<Box<crate::coverage::Collector>>,
 }
 
 impl World {
@@ -367,6 +372,7 @@ impl World {
                 inc: NodeInc(0),
             },
             causal: None,
+            coverage: None,
             sc,
         };
         // What the checker checks, first: a trace file is re-checked from itself.
@@ -384,9 +390,20 @@ impl World {
         }
         // The fault plan: the scenario's, then the swarm's draw for this seed.
         let plan = swarm::plan(&w.sc, seed);
+        let delays = delays::plan(&w.sc, seed);
+        if !delays.is_empty() {
+            w.net
+                .set_holds(delays::Holds::new(&delays, w.sc.cluster.nodes));
+        }
         if let Some(mut profile) = plan.profile {
             if let Some(k) = knobs {
                 profile = format!("{profile}; {k}");
+            }
+            if w.sc.swarm.delays {
+                profile = format!(
+                    "{profile}; {}",
+                    delays::describe(&delays[w.sc.delays.len()..])
+                );
             }
             w.emit(TraceEvent::SwarmProfile { profile });
         }
@@ -408,6 +425,14 @@ impl World {
     /// trace changes). Call before [`World::run_recorded`].
     pub fn with_causal(mut self) -> Self {
         self.causal = Some(Box::new(causal::CausalLog::new()));
+        self
+    }
+
+    /// Collect the run's behaviour coverage ([`crate::coverage`]; nothing in the trace
+    /// changes); [`RunResult::coverage`] then holds it.
+    pub fn with_coverage(mut self) -> Self {
+        let (n, s) = (self.sc.cluster.nodes, self.sc.entities.shards);
+        self.coverage = Some(Box::new(crate::coverage::Collector::new(n, s)));
         self
     }
 
@@ -481,6 +506,7 @@ impl World {
             stats: self.stats.clone(),
             end: self.now,
             trace_hash: self.tracer.hash(),
+            coverage: self.coverage.take().map(|c| Box::new(c.into_bitmap())),
         };
         (result, self.tracer, self.causal.map(|c| *c))
     }
@@ -573,6 +599,9 @@ impl World {
 
     /// Feed an event to the checker and the tracer.
     fn emit(&mut self, ev: TraceEvent) {
+        if let Some(c) = self.coverage.as_deref_mut() {
+            c.event(&ev);
+        }
         if self.violation.is_none() {
             if let Some(v) = self.checker.on_event(self.now, &ev) {
                 self.violation = Some(v);
@@ -723,6 +752,9 @@ impl World {
             Ev::LivenessPhase => self.on_liveness_phase(),
             Ev::Local { node, inc, msg } => {
                 if self.running(node, inc) {
+                    if let Some(c) = self.coverage.as_deref_mut() {
+                        c.local(node, &msg);
+                    }
                     self.with_node(node, NodeInput::Local(msg));
                 } else if let Some(env) = msg.user_message() {
                     // The node incarnation is gone, with its mailboxes.
@@ -838,6 +870,15 @@ impl World {
             return;
         }
         self.stats.messages += 1;
+        if self.coverage.is_some() {
+            let shard = match msg {
+                Msg::User(env) => self.shard_on(to.node, env.entity),
+                _ => None,
+            };
+            if let Some(c) = self.coverage.as_deref_mut() {
+                c.delivered(from, to, &msg, shard);
+            }
+        }
         // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also
         // when nothing is traced.
         if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
@@ -1024,9 +1065,12 @@ impl World {
         if to.node.0 as usize >= self.slots.len() {
             return;
         }
+        if let Some(c) = self.coverage.as_deref_mut() {
+            c.sent(from, to, &msg);
+        }
         let at = self
             .net
-            .schedule(self.now, from.node.0 as usize, to.node.0 as usize, 0);
+            .schedule_msg(self.now, from.node.0 as usize, to.node.0 as usize, &msg);
         self.tracer
             .flow_sent(self.now, from, to, &msg, at.is_some());
         match at {

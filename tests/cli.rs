@@ -45,6 +45,19 @@ fn bad_scenario_files_name_file_line_and_field() {
             6,
             "workload.key-space-growth-ms",
         ),
+        (
+            "tests/data/bad/delay-unknown-kind.toml",
+            7,
+            "delays[0].message",
+        ),
+        ("tests/data/bad/delay-unknown-node.toml", 13, "delays[1].to"),
+        ("tests/data/bad/delay-window.toml", 9, "delays[0].until-ms"),
+        ("tests/data/bad/delay-no-hold.toml", 6, "hold-ms"),
+        (
+            "tests/data/bad/swarm-delays-hold.toml",
+            9,
+            "swarm.max-hold-ms",
+        ),
     ] {
         let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
         assert_eq!(code, 2, "{file}: {err}");

@@ -143,6 +143,8 @@ scenario_tests! {
     scale_100 => "sim-scenarios/scale-100.toml",
     hazard_reorder_across_handoff => "sim-scenarios/hazards/reorder-across-handoff.toml",
     hazard_reorder_across_handoff_fixed => "sim-scenarios/hazards/reorder-across-handoff-fixed.toml",
+    hazard_reorder_delayed_forward => "sim-scenarios/hazards/reorder-delayed-forward.toml",
+    hazard_reorder_delayed_forward_fixed => "sim-scenarios/hazards/reorder-delayed-forward-fixed.toml",
     hazard_handoff_during_shard_start => "sim-scenarios/hazards/handoff-during-shard-start.toml",
     hazard_handoff_during_shard_start_fixed => "sim-scenarios/hazards/handoff-during-shard-start-fixed.toml",
     hazard_passivation_never_stops => "sim-scenarios/hazards/passivation-never-stops.toml",

@@ -94,6 +94,21 @@ enum Cmd {
         /// Draw the campaign's figures (SVG) into this folder, with an index.md linking them.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// Collect behaviour coverage: print the features the campaign reached and the
+        /// schedule after which no new one appeared.
+        #[arg(long, conflicts_with_all = ["slice", "corpus", "report", "summary", "check_determinism"])]
+        coverage: bool,
+        /// Coverage-guided exploration: inputs (seed + fault plan edits, targeted delays,
+        /// workload focus) that reach new coverage are kept and mutated; deterministic given
+        /// --seed-start, independent of --jobs. Failures are written as scenario files.
+        #[arg(long, conflicts_with_all = ["slice", "corpus", "report", "summary", "check_determinism"])]
+        guided: bool,
+        /// With --guided: where the failing inputs are written as scenario files.
+        #[arg(long, value_name = "DIR", default_value = "reports/guided")]
+        guided_out: PathBuf,
+        /// With --guided: inputs per generation (the answer depends on it, not on --jobs).
+        #[arg(long, default_value_t = shardsim::guided::DEFAULT_BATCH, value_parser = at_least_one)]
+        batch: usize,
     },
     /// Merge slice summaries written by `fuzz --summary` (same scenario, disjoint seed ranges).
     Merge {
@@ -324,6 +339,36 @@ fn main() -> ExitCode {
             schedules,
             seed_start,
             jobs,
+            quiet,
+            until_failure,
+            host,
+            coverage,
+            guided,
+            guided_out,
+            batch,
+            ..
+        } if coverage || guided => cmd_guided(
+            &scenario,
+            host.host(),
+            guided.then_some((guided_out, batch)),
+            shardsim::guided::GuidedOptions {
+                seed_start,
+                schedules,
+                jobs: jobs.unwrap_or_else(|| {
+                    std::thread::available_parallelism()
+                        .map(|n| n.get())
+                        .unwrap_or(1)
+                }),
+                until_failure,
+                batch: 0,
+            },
+            quiet,
+        ),
+        Cmd::Fuzz {
+            scenario,
+            schedules,
+            seed_start,
+            jobs,
             summary,
             quiet,
             check_determinism,
@@ -332,6 +377,7 @@ fn main() -> ExitCode {
             host,
             slice,
             report,
+            ..
         } => cmd_fuzz(
             &scenario,
             schedules,
@@ -1317,4 +1363,173 @@ fn cmd_explain(input: &Path, seed: Option<u64>, pictures: Option<PathBuf>) -> Ex
         }
     }
     ExitCode::SUCCESS
+}
+
+/// `fuzz --coverage` (a uniform campaign with coverage collected) and `fuzz --guided`.
+fn cmd_guided(
+    path: &Path,
+    host: Host,
+    guided: Option<(PathBuf, usize)>,
+    mut opts: shardsim::guided::GuidedOptions,
+    quiet: bool,
+) -> ExitCode {
+    let sc = match load_on(path, host) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    if host != Host::Own {
+        eprintln!("error: --coverage and --guided run on the own world only (leave out --host)");
+        return ExitCode::from(2);
+    }
+    if opts.schedules == 0 {
+        eprintln!("error: --schedules must be at least 1");
+        return ExitCode::from(2);
+    }
+    if opts.seed_start.checked_add(opts.schedules).is_none() {
+        eprintln!(
+            "error: --seed-start {} with --schedules {} runs past the last seed ({})",
+            opts.seed_start,
+            opts.schedules,
+            u64::MAX
+        );
+        return ExitCode::from(2);
+    }
+    let what = if guided.is_some() {
+        "guided"
+    } else {
+        "coverage"
+    };
+    let reporter = progress::Reporter::new(
+        format!("fuzz --{what} {}", sc.name),
+        opts.schedules,
+        "schedules",
+        "failures",
+        quiet,
+        opts.until_failure,
+    );
+    let started = WallClock::now();
+    let expected = sc.expect.outcome;
+    let Some((dir, batch)) = guided else {
+        let rep =
+            shardsim::coverage::campaign(&sc, opts.seed_start, opts.schedules, opts.jobs, &|d| {
+                reporter.tick(d, 0)
+            });
+        reporter.finish(rep.schedules, rep.failing);
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        println!(
+            "scenario {}: {} schedules (seeds {}..{}) on {} jobs in {:.1}s, coverage on",
+            sc.name,
+            rep.schedules,
+            rep.seed_start,
+            rep.seed_start + rep.schedules,
+            opts.jobs,
+            secs
+        );
+        println!(
+            "coverage: {} features reached (of {} bits); the last new one after schedule {} (seed {})",
+            rep.features,
+            shardsim::coverage::BITS,
+            rep.last_new_at,
+            rep.seed_start + rep.last_new_at.saturating_sub(1)
+        );
+        let g: Vec<String> = rep.growth.iter().map(|(n, f)| format!("{n}:{f}")).collect();
+        println!("growth (schedules:features): {}", g.join(" "));
+        match &rep.first_failure {
+            Some((seed, inv, t)) => println!(
+                "failing schedules: {} (first: seed {seed}, {inv} at t={})",
+                rep.failing,
+                shardsim::shrink::secs(*t)
+            ),
+            None => println!("failing schedules: 0"),
+        }
+        return ExitCode::SUCCESS;
+    };
+    opts.batch = batch;
+    let rep = shardsim::guided::guided(&sc, opts, &|d| reporter.tick(d, 0));
+    reporter.finish(rep.schedules, rep.failures.len() as u64);
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    println!(
+        "guided {}: {} schedules (--seed-start {}, generations of {}) on {} jobs in {:.1}s: {:.0} schedules/s",
+        sc.name,
+        rep.schedules,
+        opts.seed_start,
+        batch,
+        opts.jobs,
+        secs,
+        rep.schedules as f64 / secs
+    );
+    if rep.families.is_empty() {
+        println!("perturbations: nothing to perturb (one node, one entity, no faults): seed-only");
+    } else {
+        println!("perturbations: {} and the seed", rep.families.join(", "));
+    }
+    println!(
+        "coverage: {} features reached; corpus {} inputs; the last new feature after schedule {}",
+        rep.features, rep.corpus, rep.last_new_at
+    );
+    if opts.until_failure {
+        match rep.failures.first() {
+            Some(f) => println!(
+                "until-failure: first failure after {} schedules: seed {}",
+                f.at, f.seed
+            ),
+            None => println!("until-failure: no failure in {} schedules", rep.schedules),
+        }
+    }
+    let mut code = ExitCode::SUCCESS;
+    for f in rep.failures.iter().take(20) {
+        let tag = if f.failure.is_expected(expected) {
+            "expected"
+        } else {
+            code = ExitCode::from(1);
+            "UNEXPECTED"
+        };
+        println!(
+            "{tag} {} seed {} (schedule {}) at t={}: {}",
+            f.failure.label(),
+            f.seed,
+            f.at,
+            shardsim::shrink::secs(f.failure.t_us),
+            f.failure.detail
+        );
+        if !f.mutations.is_empty() {
+            println!("  perturbations: {}", f.mutations.join("; "));
+        }
+        match shardsim::guided::write_found(&dir, path, &sc.name, f) {
+            Ok(p) => {
+                println!("  written to {}", p.display());
+                println!("  replay: {}", campaign::replay_command(&p, f.seed));
+                println!("  shrink: {}", campaign::shrink_command(&p, f.seed));
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if rep.failures.len() > 20 {
+        println!(
+            "... and {} more failing inputs (not written)",
+            rep.failures.len() - 20
+        );
+    }
+    let found = rep
+        .failures
+        .iter()
+        .filter(|f| f.failure.is_expected(expected))
+        .count();
+    if code != ExitCode::SUCCESS {
+        println!("FAILED: inputs failed in a way the scenario does not expect");
+    } else if expected != Outcome::None && found == 0 {
+        println!("FAILED: the scenario expects `{expected}`, but no input showed it");
+        code = ExitCode::from(1);
+    } else if expected != Outcome::None {
+        println!(
+            "ok: expected `{expected}` found in {found} of {} inputs",
+            rep.schedules
+        );
+    } else {
+        println!("ok: no violation");
+    }
+    code
 }

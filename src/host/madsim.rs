@@ -1653,6 +1653,7 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         stats: w.stats.clone(),
         end,
         trace_hash: w.tracer.hash(),
+        coverage: None,
     };
     let tracer = std::mem::replace(&mut w.tracer, Tracer::new(TraceMode::Off));
     drop(w);

@@ -7,6 +7,7 @@
 
 use crate::rng::{Rng, Stream};
 use crate::scenario::NetworkSpec;
+use crate::sim::delays::Holds;
 use crate::time::Instant;
 
 /// The links of one run.
@@ -20,6 +21,8 @@ pub struct Net {
     last: Vec<u64>,
     cut: Vec<bool>,
     epoch: Vec<u32>,
+    /// Targeted delays (`[[delays]]`, [`crate::sim::delays`]); empty in most runs.
+    holds: Holds,
 }
 
 impl Net {
@@ -33,7 +36,32 @@ impl Net {
             last: vec![0; ends * ends],
             cut: vec![false; ends * ends],
             epoch: vec![0; ends * ends],
+            holds: Holds::default(),
         }
+    }
+
+    /// Hold back the messages `holds` matches (targeted delays).
+    pub fn set_holds(&mut self, holds: Holds) {
+        self.holds = holds;
+    }
+
+    /// When protocol message `msg` sent at `now` on `from → to` arrives: [`Net::schedule`]
+    /// with the targeted delays' hold added to its latency. FIFO stays: the held message
+    /// moves the link's latest arrival, so the messages behind it wait too (as TCP's would).
+    #[inline]
+    pub fn schedule_msg(
+        &mut self,
+        now: Instant,
+        from: usize,
+        to: usize,
+        msg: &crate::protocol::Msg,
+    ) -> Option<(Instant, u32)> {
+        let extra = if self.holds.is_empty() || from == to || self.is_cut(from, to) {
+            0
+        } else {
+            self.holds.hold_us(now.0, from as u32, to as u32, msg)
+        };
+        self.schedule(now, from, to, extra)
     }
 
     /// The journal's endpoint index.
