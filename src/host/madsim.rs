@@ -128,10 +128,12 @@ fn wire_id(w: &Wire) -> u64 {
     }
 }
 
-/// A message as it travels: `held` when its link was clogged as it was sent, so that madsim's
-/// channel keeps it at the sender, retrying, until the heal.
+/// A message as it travels: from node index `from` (`n`: the journal), in its link's `epoch`
+/// as it was when the message was sent. As in the own world's network (`sim::net`), a
+/// message arrives only if its link is not cut and has not been cut since it was sent.
 struct Packet {
-    held: bool,
+    from: usize,
+    epoch: u32,
     w: Wire,
 }
 
@@ -140,7 +142,7 @@ struct Packet {
 struct Link {
     conn: Option<Sender>,
     /// Messages waiting to be sent (for the channel to open, or for the next batch).
-    pending: VecDeque<Wire>,
+    pending: VecDeque<Packet>,
     connecting: bool,
     /// A flusher task runs.
     flushing: bool,
@@ -190,6 +192,9 @@ pub struct Shared {
     links: BTreeMap<(usize, usize), Link>,
     /// Links clogged by a fault, per (from, to).
     cut: Vec<bool>,
+    /// Per (from, to): bumped by every cut, as the own world's `Net` does; a message sent in
+    /// an older epoch is lost (it was on a link when it was cut).
+    epoch: Vec<u32>,
     /// User messages on their way between nodes: ledger id -> (destination, envelope).
     ledger: BTreeMap<u64, (NodeId, Envelope)>,
     next_id: u64,
@@ -309,8 +314,15 @@ impl Shared {
 
     /// Send `w` from node index `from` to index `to` (`n`: the journal) on their channel.
     fn send_wire(&mut self, sh: &Sh, from: usize, to: usize, w: Wire) {
+        if self.is_cut(from, to) {
+            // Lost at the send, as the own world's `Net::schedule` loses it: madsim's clogged
+            // channel would hold it and deliver it after the heal.
+            self.lost_in_network(from, &w);
+            return;
+        }
+        let epoch = self.epoch[self.link_index(from, to)];
         let link = self.links.entry((from, to)).or_default();
-        link.pending.push_back(w);
+        link.pending.push_back(Packet { from, epoch, w });
         if link.conn.is_some() {
             self.start_flush(sh, from, to);
         } else {
@@ -333,17 +345,30 @@ impl Shared {
 
     /// Send everything waiting on `from -> to` as one batch; false when nothing was sent.
     fn flush(&mut self, sh: &Sh, from: usize, to: usize) -> bool {
-        let held = self.is_cut(from, to);
         let link = self.links.entry((from, to)).or_default();
-        let Some(c) = &link.conn else {
-            link.flushing = false;
-            return false;
-        };
-        if link.pending.is_empty() {
+        if link.conn.is_none() || link.pending.is_empty() {
             link.flushing = false;
             return false;
         }
-        let batch: Vec<Packet> = link.pending.drain(..).map(|w| Packet { held, w }).collect();
+        // What waited while its link was cut was on the link when it was cut: lost, as in the
+        // own world, rather than handed to madsim's clogged channel (which would hold it, and
+        // every later message of the pair, until the heal).
+        let waiting = std::mem::take(&mut link.pending);
+        let (batch, cut): (Vec<Packet>, Vec<Packet>) = waiting
+            .into_iter()
+            .partition(|p| self.ok(from, to, p.epoch));
+        for p in &cut {
+            self.lost_in_network(from, &p.w);
+        }
+        let link = self.links.entry((from, to)).or_default();
+        let Some(c) = &link.conn else {
+            return false;
+        };
+        if batch.is_empty() {
+            link.flushing = false;
+            self.settle();
+            return false;
+        }
         let ids: Vec<u64> = batch.iter().map(|p| wire_id(&p.w)).collect();
         if matches!(c.send(Box::new(batch)).now_or_never(), Some(Ok(()))) {
             return true;
@@ -395,6 +420,14 @@ impl Shared {
         }
     }
 
+    /// What `w`, sent by node index `from`, carried is lost on a cut link: a user message is
+    /// dropped with the own world's reason for it (`network`, at its sender's node).
+    fn lost_in_network(&mut self, from: usize, w: &Wire) {
+        if let Some((_, env)) = self.ledger.remove(&wire_id(w)) {
+            self.drop_msg(NodeId(from as u32), env, DropReason::Network);
+        }
+    }
+
     /// A user message lost with a channel that was reset (its receiver's node was killed).
     fn lost_id(&mut self, id: u64) {
         if let Some((node, env)) = self.ledger.remove(&id) {
@@ -418,6 +451,13 @@ impl Shared {
                 msg,
             };
             self.local_ev(to.node, at, LocalEv::Wire(w));
+            return;
+        }
+        if self.is_cut(a, b) {
+            // Lost on the cut link before anything else, as in the own world.
+            if let Msg::User(env) = msg {
+                self.drop_msg(from.node, env, DropReason::Network);
+            }
             return;
         }
         if !self.running(to.node, to.inc) {
@@ -482,26 +522,13 @@ impl Shared {
         if self.frozen {
             return;
         }
-        let Packet { held, w } = p;
-        if held {
-            // Held at its sender while the link was clogged: it was still in the sender's
-            // buffers, and dies with that incarnation (as a TCP send buffer does; Akka's
-            // remoting drops an old incarnation's messages, §3). madsim's channel would deliver
-            // it after the sender's next incarnation's messages.
-            let sender = match &w {
-                Wire::Deliver { from, .. } => Some((from.node, from.inc)),
-                Wire::Cluster { from, .. } | Wire::Repl { from, .. } => Some((from.node, from.inc)),
-                _ => None,
-            };
-            if let Some((node, inc)) = sender {
-                if !self.running(node, inc) {
-                    if let Some((_, env)) = self.ledger.remove(&wire_id(&w)) {
-                        self.drop_msg(node, env, DropReason::NodeDown);
-                        self.settle();
-                    }
-                    return;
-                }
-            }
+        let Packet { from, epoch, w } = p;
+        if !self.ok(from, me, epoch) {
+            // Its link was cut while it travelled (madsim's channel delivers what it carried
+            // when it was clogged): lost, as the own world's network loses it.
+            self.lost_in_network(from, &w);
+            self.settle();
+            return;
         }
         match w {
             Wire::Deliver { id, from, to, msg } => {
@@ -684,8 +711,8 @@ impl Shared {
                 } else {
                     DropReason::DeadLetter
                 };
-                for w in std::mem::take(&mut l.pending) {
-                    self.lost(&w, reason);
+                for p in std::mem::take(&mut l.pending) {
+                    self.lost(&p.w, reason);
                 }
             }
         }
@@ -699,6 +726,9 @@ impl Shared {
             return;
         }
         self.cut[a * n1 + b] = cut;
+        if cut {
+            self.epoch[a * n1 + b] = self.epoch[a * n1 + b].wrapping_add(1);
+        }
         let id = |i: usize| {
             if i == self.n() {
                 self.journal_id
@@ -715,7 +745,17 @@ impl Shared {
     }
 
     fn is_cut(&self, a: usize, b: usize) -> bool {
-        self.cut[a * (self.n() + 1) + b]
+        self.cut[self.link_index(a, b)]
+    }
+
+    fn link_index(&self, a: usize, b: usize) -> usize {
+        a * (self.n() + 1) + b
+    }
+
+    /// Whether a message sent in `epoch` on `a -> b` arrives (as the own world's `Net::ok`):
+    /// the link is not cut and was not cut since.
+    fn ok(&self, a: usize, b: usize, epoch: u32) -> bool {
+        a == b || (!self.is_cut(a, b) && self.epoch[self.link_index(a, b)] == epoch)
     }
 
     fn set_journal_reachable(&mut self, reachable: bool) {
@@ -1089,7 +1129,7 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
                     l.connecting = false;
                     let pending = std::mem::take(&mut l.pending);
                     for m in pending {
-                        w.lost(&m, DropReason::DeadLetter);
+                        w.lost(&m.w, DropReason::DeadLetter);
                     }
                 }
                 w.settle();
@@ -1122,6 +1162,27 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
                 return;
             }
             Err(_) => {
+                let refused_by_cut = {
+                    let mut w = lock(&sh);
+                    let cut = w.slots[from].inc == inc && w.is_cut(from, to);
+                    if cut {
+                        // Refused by the clog: what waits was on the link when it was cut, lost
+                        // (as in the own world). The next message after the heal opens the
+                        // channel, without waiting for a back-off.
+                        if let Some(l) = w.links.get_mut(&(from, to)) {
+                            l.connecting = false;
+                            let pending = std::mem::take(&mut l.pending);
+                            for m in pending {
+                                w.lost_in_network(from, &m.w);
+                            }
+                        }
+                        w.settle();
+                    }
+                    cut
+                };
+                if refused_by_cut {
+                    return;
+                }
                 madsim::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
             }
@@ -1198,7 +1259,8 @@ async fn node_main(sh: Sh, me: usize) {
                 let input = match input {
                     LocalEv::Wire(wire) => {
                         let p = Packet {
-                            held: false,
+                            from: me,
+                            epoch: 0,
                             w: wire,
                         };
                         w.on_wire(&sh, me, p);
@@ -1237,15 +1299,9 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                 let Ok(batch) = p.downcast::<Vec<Packet>>() else {
                     continue;
                 };
-                for m in *batch {
-                    if m.held {
-                        // Sent while the journal was unreachable: Akka's journal plugin fails
-                        // the write (call-timeout, circuit breaker) and persistence never
-                        // retries it, so it is not applied when madsim's channel delivers it
-                        // after the heal.
-                        continue;
-                    }
-                    let m = Box::new(m.w);
+                for p in *batch {
+                    let (from, epoch) = (p.from, p.epoch);
+                    let m = Box::new(p.w);
                     // A write takes the journal's write latency (after the network's), in order.
                     let extra = match &*m {
                         Wire::Persist { .. } => lock(&sh).journal.write_latency_us(),
@@ -1259,7 +1315,12 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                     }
                     let reply = {
                         let mut w = lock(&sh);
-                        if w.frozen || !w.journal.available {
+                        // Lost on a link cut since it was sent (as the own world's
+                        // `on_journal_write`): the coordinator's call-timeout fires. Akka's
+                        // journal plugin fails such a write (call-timeout, circuit breaker) and
+                        // persistence never retries it.
+                        let j = w.n();
+                        if w.frozen || !w.journal.available || !w.ok(from, j, epoch) {
                             continue;
                         }
                         match *m {
@@ -1297,10 +1358,19 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                             _ => continue,
                         }
                     };
-                    let reply = vec![Packet {
-                        held: false,
-                        w: reply,
-                    }];
+                    let reply = {
+                        let w = lock(&sh);
+                        let j = w.n();
+                        if w.is_cut(j, from) {
+                            continue; // lost at the send, as in the own world
+                        }
+                        let epoch = w.epoch[w.link_index(j, from)];
+                        vec![Packet {
+                            from: j,
+                            epoch,
+                            w: reply,
+                        }]
+                    };
                     if tx.send(Box::new(reply)).await.is_err() {
                         return;
                     }
@@ -1546,6 +1616,7 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         workload: Workload::new(&sc, seed),
         links: BTreeMap::new(),
         cut: vec![false; (n + 1) * (n + 1)],
+        epoch: vec![0; (n + 1) * (n + 1)],
         ledger: BTreeMap::new(),
         next_id: 0,
         seq: 0,
