@@ -12,9 +12,15 @@
 //!   sender on its first message; a node-to-journal channel carries the answers back.
 //! - The journal is a madsim node of its own serving the coordinator's writes and the
 //!   eventsourced remember-entities store (`sim::journal::Journal`, shared with the own world).
-//! - Faults use madsim's controls: partitions and cuts clog links (madsim's channel then holds
-//!   the messages and retries with back-off until the heal: a partition delays, where the own
-//!   world's loses what is in flight, the cross-check this host exists for); a crash stops the
+//! - Faults use madsim's controls: partitions and cuts clog links. madsim's channel would hold
+//!   what a clogged link carries and deliver it after the heal; the own world's network
+//!   (`sim::net`) loses it (reference §14: links "dropped (partition)"; §11.1 I3: at-most-once,
+//!   no redelivery; the blackhole of `ClusterShardingFailureSpec`, §13, drops what it cuts), so
+//!   the host keeps its own view of the cuts with the own world's per-link epochs: a message is
+//!   lost at the send when its link is cut, and on arrival when its link was cut since it was
+//!   sent (a user message dropped with reason `network` at its sender's node, so message
+//!   conservation balances). Nothing is handed to a clogged channel, so no held message stalls
+//!   a pair after the heal. A crash stops the
 //!   node (`NodeInput::Stop`, so its entities' deaths are observed) and kills the madsim node; a
 //!   restart re-creates its tasks with a new `Node` incarnation; a pause is madsim's
 //!   `pause`/`resume` (nothing of the node runs, its timers fire late); the journal's faults
@@ -39,12 +45,14 @@ use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::settings::RememberStore;
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, LocalDelay,
-    MemberStatus, Msg, Observation, Role, StoreOp, StoreReply, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, MemberStatus, Msg, Observation,
+    Role, StoreOp, StoreReply, StoreRequest,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
+use crate::sim::faults::{self, FaultHost};
 use crate::sim::journal::Journal;
+use crate::sim::outputs;
 use crate::sim::workload::Workload;
 use crate::sim::{RunResult, Stats};
 use crate::time::{Duration, Instant};
@@ -253,15 +261,8 @@ impl Shared {
     }
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
-        self.stats.drops += 1;
-        *self.stats.drops_by_reason.entry(reason).or_default() += 1;
-        self.emit(TraceEvent::Drop {
-            sender: env.sender,
-            entity: env.entity,
-            seq: env.seq,
-            reason,
-            node,
-        });
+        let ev = outputs::drop_event(node, env, reason, &mut self.stats);
+        self.emit(ev);
     }
 
     fn running(&self, node: NodeId, inc: NodeInc) -> bool {
@@ -498,7 +499,9 @@ impl Shared {
             return;
         }
         self.stats.messages += 1;
-        if self.tracer.on() {
+        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also when
+        // nothing is traced, as in the own world (`fuzz` and `agree` run untraced).
+        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -799,16 +802,8 @@ impl Shared {
             if !s.up {
                 continue;
             }
-            if let Some(r) = s.node.as_ref().and_then(|n| n.region()) {
-                let in_region = r.buffered_messages().count();
-                for (k, env) in r.all_buffered_messages().enumerate() {
-                    let place = if k < in_region {
-                        Place::RegionBuffer
-                    } else {
-                        Place::ShardBuffer
-                    };
-                    out.push((env, node, place));
-                }
+            if let Some(n) = s.node.as_ref() {
+                outputs::buffered_user_messages(node, n, &mut out);
             }
         }
         out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
@@ -832,22 +827,7 @@ impl NodeHost for Host<'_> {
         let idx = node.0 as usize;
         match o {
             NodeOutput::Local { msg, delay } => {
-                let after = match delay {
-                    LocalDelay::Message => w.sc.entities.local_delay_us,
-                    LocalDelay::EntityStop | LocalDelay::ShardInit => {
-                        let [lo, hi] = if delay == LocalDelay::EntityStop {
-                            w.sc.entities.stop_ms
-                        } else {
-                            w.sc.entities.shard_init_ms
-                        };
-                        let ms = if lo == hi {
-                            lo
-                        } else {
-                            w.entity_rng.range(lo, hi)
-                        };
-                        ms * 1_000 + w.sc.entities.local_delay_us
-                    }
-                };
+                let after = outputs::local_delay_us(&w.sc, delay, &mut w.entity_rng);
                 w.local(
                     node,
                     now + Duration::from_micros(after),
@@ -924,82 +904,6 @@ impl NodeHost for Host<'_> {
             NodeOutput::Durable { key, data } => {
                 w.slots[idx].disk.insert(key, data);
             }
-            NodeOutput::StoreWritten {
-                shard,
-                started,
-                stopped,
-            } => w.emit(TraceEvent::StoreWrite {
-                node,
-                shard,
-                started,
-                stopped,
-            }),
-            NodeOutput::StoreRead { shard, entities } => w.emit(TraceEvent::StoreRead {
-                node,
-                shard,
-                entities,
-            }),
-            NodeOutput::TimerFired(timer) => {
-                if w.tracer.on() {
-                    w.emit(TraceEvent::Timer { node, timer });
-                }
-            }
-            NodeOutput::View(members) => w.emit(TraceEvent::MemberView { node, members }),
-            NodeOutput::Cluster(ev) => {
-                if w.tracer.on() {
-                    w.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("{ev:?}"),
-                    });
-                }
-            }
-            NodeOutput::JoinAgain(seeds) => {
-                if w.tracer.on() {
-                    w.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("join again via {seeds:?}"),
-                    });
-                }
-            }
-            NodeOutput::CoordinatorStarted {
-                generation,
-                replayed,
-            } => {
-                w.stats.coordinator_starts += 1;
-                w.emit(TraceEvent::CoordinatorStarted {
-                    node,
-                    incarnation: inc.0,
-                    generation,
-                    replayed,
-                });
-            }
-            NodeOutput::PersistAcked { gen } => w.emit(TraceEvent::PersistAcked {
-                node,
-                incarnation: inc.0,
-                generation: gen,
-            }),
-            NodeOutput::RegionCoordinator(coordinator) => {
-                w.emit(TraceEvent::RegionCoordinator { node, coordinator })
-            }
-            NodeOutput::RoleBreach(b) => w.emit(TraceEvent::RoleBreach {
-                node,
-                role: b.role.to_string(),
-                rule: b.rule.to_string(),
-                detail: b.detail,
-            }),
-            NodeOutput::RegionStopped { reason } => w.emit(TraceEvent::RegionStopped {
-                node,
-                reason: reason.to_string(),
-            }),
-            NodeOutput::CoordinatorStopped { reason } => {
-                w.emit(TraceEvent::CoordinatorStopped {
-                    node,
-                    reason: reason.to_string(),
-                });
-            }
-            NodeOutput::RecoveryFailed { reason } => {
-                w.emit(TraceEvent::RecoveryFailed { node, reason })
-            }
             NodeOutput::Shutdown { reason } => {
                 let s = &mut w.slots[idx];
                 s.up = false;
@@ -1010,6 +914,12 @@ impl NodeHost for Host<'_> {
                     incarnation: inc.0,
                     reason,
                 });
+            }
+            o => {
+                let traced = w.tracer.on();
+                if let Some(ev) = outputs::output_event(node, inc, o, traced, &mut w.stats) {
+                    w.emit(ev);
+                }
             }
         }
     }
@@ -1046,27 +956,7 @@ impl NodeHost for Host<'_> {
         let NodeAddr { node, inc: _ } = w.cur;
         w.stats.deliveries += 1;
         // The entity's own decision after this message, drawn as the own world draws it.
-        let wl = &w.sc.workload;
-        let (p, q, s) = (
-            wl.passivate_probability,
-            wl.ignore_stop_probability,
-            wl.self_stop_probability,
-        );
-        let (c, f) = (wl.crash_probability, wl.shard_failure_probability);
-        let rng = &mut w.entity_rng;
-        let act = if p > 0.0 && rng.chance(p) {
-            Some(EntityAct::Passivate {
-                ignores_stop: q > 0.0 && rng.chance(q),
-            })
-        } else if s > 0.0 && rng.chance(s) {
-            Some(EntityAct::StopSelf)
-        } else if c > 0.0 && rng.chance(c) {
-            Some(EntityAct::Crash)
-        } else if f > 0.0 && rng.chance(f) {
-            Some(EntityAct::FailShard)
-        } else {
-            None
-        };
+        let act = outputs::entity_act(&w.sc.workload, &mut w.entity_rng);
         if let Some(act) = act {
             let now = w.now();
             w.local(
@@ -1432,115 +1322,97 @@ fn apply(sh: &Sh, act: Act) {
     if w.frozen {
         return;
     }
-    let n = w.n();
     match act {
         Act::Join(node) => start_node(sh, &mut w, node),
         Act::Liveness => {
             let (now, end) = (w.now(), w.end);
-            let (from, to) = crate::sim::faults::liveness_window(&w.sc, now, end);
-            w.emit(TraceEvent::LivenessPhase { from, to });
-            w.heal_nodes();
-            w.set_journal_reachable(true);
-            w.journal.heal();
-            for i in 0..n as u32 {
-                start_node(sh, &mut w, NodeId(i));
-            }
+            faults::liveness_phase(&mut Faults { sh, w: &mut *w }, now, end);
         }
-        Act::Fault(f) => {
-            w.stats.faults += 1;
-            w.emit(TraceEvent::Fault {
-                fault: f.kind_name().to_string(),
-                detail: f.detail(),
-            });
-            match f {
-                Fault::Partition { sides: [a, b] } => {
-                    for x in &a {
-                        for y in &b {
-                            let (x, y) = (x.0 as usize, y.0 as usize);
-                            w.set_cut(x, y, true);
-                            w.set_cut(y, x, true);
-                        }
-                    }
-                }
-                Fault::Isolate { node: x } => {
-                    for y in 0..n {
-                        if y != x.0 as usize {
-                            w.set_cut(x.0 as usize, y, true);
-                            w.set_cut(y, x.0 as usize, true);
-                        }
-                    }
-                }
-                Fault::OneWay { from, to } => w.set_cut(from.0 as usize, to.0 as usize, true),
-                Fault::Bridge { a, b: _, c } => {
-                    w.set_cut(a.0 as usize, c.0 as usize, true);
-                    w.set_cut(c.0 as usize, a.0 as usize, true);
-                }
-                Fault::Heal => w.heal_nodes(),
-                Fault::Crash { node } => w.crash(sh, node, "crash"),
-                Fault::Restart { node } => start_node(sh, &mut w, node),
-                Fault::Pause { node, duration_ms } => {
-                    let idx = node.0 as usize;
-                    if w.slots[idx].up {
-                        let until = w.now().0 + duration_ms * 1000;
-                        let s = &mut w.slots[idx];
-                        s.paused_until = s.paused_until.max(until);
-                        let id = s.id;
-                        Handle::current().pause(id);
-                        let sh2 = sh.clone();
-                        madsim::task::spawn(async move {
-                            madsim::time::sleep(std::time::Duration::from_millis(duration_ms))
-                                .await;
-                            let w = lock(&sh2);
-                            if w.slots[idx].paused_until <= w.now().0 {
-                                Handle::current().resume(id);
-                            }
-                        });
-                    }
-                }
-                Fault::Down { node, by } => {
-                    let target = w.addr_of(node);
-                    let up = |w: &Shared, i: NodeId| w.slots[i.0 as usize].up;
-                    let by = by
-                        .filter(|b| up(&w, *b))
-                        .or_else(|| (0..n as u32).map(NodeId).find(|i| up(&w, *i)));
-                    if let Some(by) = by {
-                        w.handle(sh, by, NodeInput::Down(target));
-                    }
-                }
-                Fault::Leave { node, by } => {
-                    let up = |w: &Shared, i: NodeId| w.slots[i.0 as usize].up;
-                    let asked = by.is_none_or(|b| up(&w, b));
-                    if asked && up(&w, node) {
-                        let inc = w.slots[node.0 as usize].inc.0;
-                        let settle_ms = crate::sim::swarm::settle_ms(&w.sc);
-                        w.emit(TraceEvent::GracefulLeave {
-                            node,
-                            incarnation: inc,
-                            settle_ms,
-                        });
-                    }
-                    match by {
-                        None => w.handle(sh, node, NodeInput::Leave),
-                        Some(by) if up(&w, by) => {
-                            let target = w.addr_of(node);
-                            w.handle(sh, by, NodeInput::LeaveMember(target));
-                        }
-                        Some(_) => {}
-                    }
-                }
-                Fault::JournalUnavailable => w.set_journal_reachable(false),
-                Fault::JournalAvailable => {
-                    w.set_journal_reachable(true);
-                    w.journal.heal();
-                }
-                Fault::JournalSlow { extra_latency_ms } => {
-                    w.journal.extra_latency_us = extra_latency_ms * 1000
-                }
-                Fault::JournalFailing => w.journal.failing = true,
-            }
-        }
+        Act::Fault(f) => faults::apply_fault(&mut Faults { sh, w: &mut *w }, f),
     }
     w.settle();
+}
+
+/// The madsim host under the shared fault injector: links clogged through madsim (and cut in
+/// the host's own view, which loses what they carry), crashes as a stop and madsim's `kill`,
+/// restarts as madsim's `restart` with a new incarnation, pauses as madsim's `pause`/`resume`.
+struct Faults<'a> {
+    sh: &'a Sh,
+    w: &'a mut Shared,
+}
+
+impl FaultHost for Faults<'_> {
+    fn node_count(&self) -> usize {
+        self.w.n()
+    }
+
+    fn scenario(&self) -> &Scenario {
+        &self.w.sc
+    }
+
+    fn emit(&mut self, ev: TraceEvent) {
+        self.w.emit(ev);
+    }
+
+    fn count_fault(&mut self) {
+        self.w.stats.faults += 1;
+    }
+
+    fn cut(&mut self, from: usize, to: usize) {
+        self.w.set_cut(from, to, true);
+    }
+
+    fn heal_nodes(&mut self) {
+        self.w.heal_nodes();
+    }
+
+    fn set_journal_reachable(&mut self, reachable: bool) {
+        self.w.set_journal_reachable(reachable);
+    }
+
+    fn journal(&mut self) -> &mut Journal {
+        &mut self.w.journal
+    }
+
+    fn is_up(&self, node: NodeId) -> bool {
+        self.w.slots[node.0 as usize].up
+    }
+
+    fn addr_of(&self, node: NodeId) -> NodeAddr {
+        self.w.addr_of(node)
+    }
+
+    fn input(&mut self, node: NodeId, input: NodeInput) {
+        self.w.handle(self.sh, node, input);
+    }
+
+    fn crash(&mut self, node: NodeId) {
+        self.w.crash(self.sh, node, "crash");
+    }
+
+    fn restart(&mut self, node: NodeId) {
+        start_node(self.sh, self.w, node);
+    }
+
+    fn pause(&mut self, node: NodeId, duration_ms: u64) {
+        let idx = node.0 as usize;
+        let w = &mut *self.w;
+        if w.slots[idx].up {
+            let until = w.now().0 + duration_ms * 1000;
+            let s = &mut w.slots[idx];
+            s.paused_until = s.paused_until.max(until);
+            let id = s.id;
+            Handle::current().pause(id);
+            let sh2 = self.sh.clone();
+            madsim::task::spawn(async move {
+                madsim::time::sleep(std::time::Duration::from_millis(duration_ms)).await;
+                let w = lock(&sh2);
+                if w.slots[idx].paused_until <= w.now().0 {
+                    Handle::current().resume(id);
+                }
+            });
+        }
+    }
 }
 
 /// Run one schedule of `sc` on madsim, seeded with `seed`. The caller checks
