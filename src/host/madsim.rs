@@ -1326,9 +1326,9 @@ fn apply(sh: &Sh, act: Act) {
         Act::Join(node) => start_node(sh, &mut w, node),
         Act::Liveness => {
             let (now, end) = (w.now(), w.end);
-            faults::liveness_phase(&mut Faults { sh, w: &mut *w }, now, end);
+            faults::liveness_phase(&mut Faults { sh, w: &mut w }, now, end);
         }
-        Act::Fault(f) => faults::apply_fault(&mut Faults { sh, w: &mut *w }, f),
+        Act::Fault(f) => faults::apply_fault(&mut Faults { sh, w: &mut w }, f),
     }
     w.settle();
 }
