@@ -1598,6 +1598,22 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         trace_hash: w.tracer.hash(),
     };
     let tracer = std::mem::replace(&mut w.tracer, Tracer::new(TraceMode::Off));
+    // Break the cycles between the run's state and madsim's (its tasks hold the state, the
+    // state holds madsim's node handles and channels), else every seed's world outlives its
+    // runtime and a long `agree` or `fuzz` runs out of memory: kill every node (its tasks go),
+    // drop the channels and the node state.
+    let ids: Vec<madsim::task::NodeId> = w.slots.iter().map(|s| s.id).collect();
+    let (journal, clients) = (w.journal_id, w.clients.id());
+    w.links.clear();
+    for s in &mut w.slots {
+        s.node = None;
+        s.local.clear();
+    }
+    w.ledger.clear();
     drop(w);
+    let h = Handle::current();
+    for id in ids.into_iter().chain([journal, clients]) {
+        h.kill(id);
+    }
     (result, tracer)
 }
