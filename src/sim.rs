@@ -12,6 +12,7 @@ pub mod delays;
 pub mod faults;
 pub mod journal;
 pub mod net;
+pub mod outputs;
 pub mod queue;
 pub mod swarm;
 pub mod workload;
@@ -26,8 +27,8 @@ use crate::protocol::entity::{Extractors, RecordingFactory, SharedShards};
 use crate::protocol::region::RegionConfig;
 use crate::protocol::settings::RememberStore;
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, LocalDelay,
-    MemberStatus, Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, MemberStatus,
+    Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreRequest,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -565,16 +566,8 @@ impl World {
             if !s.up {
                 continue;
             }
-            if let Some(r) = s.node.as_ref().and_then(|n| n.region()) {
-                let in_region = r.buffered_messages().count();
-                for (k, env) in r.all_buffered_messages().enumerate() {
-                    let place = if k < in_region {
-                        Place::RegionBuffer
-                    } else {
-                        Place::ShardBuffer
-                    };
-                    out.push((env, NodeId(i as u32), place));
-                }
+            if let Some(n) = s.node.as_ref() {
+                outputs::buffered_user_messages(NodeId(i as u32), n, &mut out);
             }
         }
         out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
@@ -905,15 +898,8 @@ impl World {
     }
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
-        self.stats.drops += 1;
-        *self.stats.drops_by_reason.entry(reason).or_default() += 1;
-        self.emit(TraceEvent::Drop {
-            sender: env.sender,
-            entity: env.entity,
-            seq: env.seq,
-            reason,
-            node,
-        });
+        let ev = outputs::drop_event(node, env, reason, &mut self.stats);
+        self.emit(ev);
     }
 
     fn addr_of(&self, node: NodeId) -> NodeAddr {
@@ -1237,22 +1223,7 @@ impl NodeHost for World {
         let NodeAddr { node, inc } = self.cur;
         match o {
             NodeOutput::Local { msg, delay } => {
-                let after = match delay {
-                    LocalDelay::Message => self.sc.entities.local_delay_us,
-                    LocalDelay::EntityStop | LocalDelay::ShardInit => {
-                        let [lo, hi] = if delay == LocalDelay::EntityStop {
-                            self.sc.entities.stop_ms
-                        } else {
-                            self.sc.entities.shard_init_ms
-                        };
-                        let ms = if lo == hi {
-                            lo
-                        } else {
-                            self.entity_rng.range(lo, hi)
-                        };
-                        ms * 1_000 + self.sc.entities.local_delay_us
-                    }
-                };
+                let after = outputs::local_delay_us(&self.sc, delay, &mut self.entity_rng);
                 self.push(
                     self.now + Duration::from_micros(after),
                     Ev::Local { node, inc, msg },
@@ -1355,21 +1326,6 @@ impl NodeHost for World {
             NodeOutput::Durable { key, data } => {
                 self.slots[node.0 as usize].disk.insert(key, data);
             }
-            NodeOutput::StoreWritten {
-                shard,
-                started,
-                stopped,
-            } => self.emit(TraceEvent::StoreWrite {
-                node,
-                shard,
-                started,
-                stopped,
-            }),
-            NodeOutput::StoreRead { shard, entities } => self.emit(TraceEvent::StoreRead {
-                node,
-                shard,
-                entities,
-            }),
             NodeOutput::Store(req) => {
                 let extra = match req.op {
                     StoreOp::GetEntities => 0,
@@ -1388,67 +1344,6 @@ impl NodeHost for World {
                     );
                 }
             }
-            NodeOutput::TimerFired(timer) => {
-                if self.tracer.on() {
-                    self.emit(TraceEvent::Timer { node, timer });
-                }
-            }
-            NodeOutput::View(members) => self.emit(TraceEvent::MemberView { node, members }),
-            NodeOutput::Cluster(ev) => {
-                if self.tracer.on() {
-                    self.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("{ev:?}"),
-                    });
-                }
-            }
-            NodeOutput::JoinAgain(seeds) => {
-                if self.tracer.on() {
-                    self.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("join again via {seeds:?}"),
-                    });
-                }
-            }
-            NodeOutput::CoordinatorStarted {
-                generation,
-                replayed,
-            } => {
-                self.stats.coordinator_starts += 1;
-                self.emit(TraceEvent::CoordinatorStarted {
-                    node,
-                    incarnation: inc.0,
-                    generation,
-                    replayed,
-                });
-            }
-            NodeOutput::PersistAcked { gen } => self.emit(TraceEvent::PersistAcked {
-                node,
-                incarnation: inc.0,
-                generation: gen,
-            }),
-            NodeOutput::RegionCoordinator(coordinator) => {
-                self.emit(TraceEvent::RegionCoordinator { node, coordinator })
-            }
-            NodeOutput::RoleBreach(b) => self.emit(TraceEvent::RoleBreach {
-                node,
-                role: b.role.to_string(),
-                rule: b.rule.to_string(),
-                detail: b.detail,
-            }),
-            NodeOutput::RegionStopped { reason } => self.emit(TraceEvent::RegionStopped {
-                node,
-                reason: reason.to_string(),
-            }),
-            NodeOutput::CoordinatorStopped { reason } => {
-                self.emit(TraceEvent::CoordinatorStopped {
-                    node,
-                    reason: reason.to_string(),
-                });
-            }
-            NodeOutput::RecoveryFailed { reason } => {
-                self.emit(TraceEvent::RecoveryFailed { node, reason })
-            }
             NodeOutput::Shutdown { reason } => {
                 let s = &mut self.slots[node.0 as usize];
                 s.up = false;
@@ -1458,6 +1353,12 @@ impl NodeHost for World {
                     incarnation: inc.0,
                     reason,
                 });
+            }
+            o => {
+                let traced = self.tracer.on();
+                if let Some(ev) = outputs::output_event(node, inc, o, traced, &mut self.stats) {
+                    self.emit(ev);
+                }
             }
         }
     }
@@ -1487,27 +1388,7 @@ impl NodeHost for World {
         self.stats.deliveries += 1;
         // The entity's own decision after this message (an input to the node after this
         // one): passivate, or stop itself.
-        let w = &self.sc.workload;
-        let (p, q, s) = (
-            w.passivate_probability,
-            w.ignore_stop_probability,
-            w.self_stop_probability,
-        );
-        let act = if p > 0.0 && self.entity_rng.chance(p) {
-            Some(EntityAct::Passivate {
-                ignores_stop: q > 0.0 && self.entity_rng.chance(q),
-            })
-        } else if s > 0.0 && self.entity_rng.chance(s) {
-            Some(EntityAct::StopSelf)
-        } else if w.crash_probability > 0.0 && self.entity_rng.chance(w.crash_probability) {
-            Some(EntityAct::Crash)
-        } else if w.shard_failure_probability > 0.0
-            && self.entity_rng.chance(w.shard_failure_probability)
-        {
-            Some(EntityAct::FailShard)
-        } else {
-            None
-        };
+        let act = outputs::entity_act(&self.sc.workload, &mut self.entity_rng);
         if let Some(act) = act {
             let inc = self.cur.inc;
             self.push(

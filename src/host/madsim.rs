@@ -12,9 +12,15 @@
 //!   sender on its first message; a node-to-journal channel carries the answers back.
 //! - The journal is a madsim node of its own serving the coordinator's writes and the
 //!   eventsourced remember-entities store (`sim::journal::Journal`, shared with the own world).
-//! - Faults use madsim's controls: partitions and cuts clog links (madsim's channel then holds
-//!   the messages and retries with back-off until the heal: a partition delays, where the own
-//!   world's loses what is in flight, the cross-check this host exists for); a crash stops the
+//! - Faults use madsim's controls: partitions and cuts clog links. madsim's channel would hold
+//!   what a clogged link carries and deliver it after the heal; the own world's network
+//!   (`sim::net`) loses it (reference §14: links "dropped (partition)"; §11.1 I3: at-most-once,
+//!   no redelivery; the blackhole of `ClusterShardingFailureSpec`, §13, drops what it cuts), so
+//!   the host keeps its own view of the cuts with the own world's per-link epochs: a message is
+//!   lost at the send when its link is cut, and on arrival when its link was cut since it was
+//!   sent (a user message dropped with reason `network` at its sender's node, so message
+//!   conservation balances). Nothing is handed to a clogged channel, so no held message stalls
+//!   a pair after the heal. A crash stops the
 //!   node (`NodeInput::Stop`, so its entities' deaths are observed) and kills the madsim node; a
 //!   restart re-creates its tasks with a new `Node` incarnation; a pause is madsim's
 //!   `pause`/`resume` (nothing of the node runs, its timers fire late); the journal's faults
@@ -39,12 +45,14 @@ use crate::membership::{MMsg, NodeAddr};
 use crate::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use crate::protocol::settings::RememberStore;
 use crate::protocol::{
-    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, LocalDelay,
-    MemberStatus, Msg, Observation, Role, StoreOp, StoreReply, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, MemberStatus, Msg, Observation,
+    Role, StoreOp, StoreReply, StoreRequest,
 };
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
+use crate::sim::faults::{self, FaultHost};
 use crate::sim::journal::Journal;
+use crate::sim::outputs;
 use crate::sim::workload::Workload;
 use crate::sim::{RunResult, Stats};
 use crate::time::{Duration, Instant};
@@ -128,10 +136,12 @@ fn wire_id(w: &Wire) -> u64 {
     }
 }
 
-/// A message as it travels: `held` when its link was clogged as it was sent, so that madsim's
-/// channel keeps it at the sender, retrying, until the heal.
+/// A message as it travels: from node index `from` (`n`: the journal), in its link's `epoch`
+/// as it was when the message was sent. As in the own world's network (`sim::net`), a
+/// message arrives only if its link is not cut and has not been cut since it was sent.
 struct Packet {
-    held: bool,
+    from: usize,
+    epoch: u32,
     w: Wire,
 }
 
@@ -140,7 +150,7 @@ struct Packet {
 struct Link {
     conn: Option<Sender>,
     /// Messages waiting to be sent (for the channel to open, or for the next batch).
-    pending: VecDeque<Wire>,
+    pending: VecDeque<Packet>,
     connecting: bool,
     /// A flusher task runs.
     flushing: bool,
@@ -190,6 +200,9 @@ pub struct Shared {
     links: BTreeMap<(usize, usize), Link>,
     /// Links clogged by a fault, per (from, to).
     cut: Vec<bool>,
+    /// Per (from, to): bumped by every cut, as the own world's `Net` does; a message sent in
+    /// an older epoch is lost (it was on a link when it was cut).
+    epoch: Vec<u32>,
     /// User messages on their way between nodes: ledger id -> (destination, envelope).
     ledger: BTreeMap<u64, (NodeId, Envelope)>,
     next_id: u64,
@@ -248,15 +261,8 @@ impl Shared {
     }
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
-        self.stats.drops += 1;
-        *self.stats.drops_by_reason.entry(reason).or_default() += 1;
-        self.emit(TraceEvent::Drop {
-            sender: env.sender,
-            entity: env.entity,
-            seq: env.seq,
-            reason,
-            node,
-        });
+        let ev = outputs::drop_event(node, env, reason, &mut self.stats);
+        self.emit(ev);
     }
 
     fn running(&self, node: NodeId, inc: NodeInc) -> bool {
@@ -309,8 +315,15 @@ impl Shared {
 
     /// Send `w` from node index `from` to index `to` (`n`: the journal) on their channel.
     fn send_wire(&mut self, sh: &Sh, from: usize, to: usize, w: Wire) {
+        if self.is_cut(from, to) {
+            // Lost at the send, as the own world's `Net::schedule` loses it: madsim's clogged
+            // channel would hold it and deliver it after the heal.
+            self.lost_in_network(from, &w);
+            return;
+        }
+        let epoch = self.epoch[self.link_index(from, to)];
         let link = self.links.entry((from, to)).or_default();
-        link.pending.push_back(w);
+        link.pending.push_back(Packet { from, epoch, w });
         if link.conn.is_some() {
             self.start_flush(sh, from, to);
         } else {
@@ -333,17 +346,30 @@ impl Shared {
 
     /// Send everything waiting on `from -> to` as one batch; false when nothing was sent.
     fn flush(&mut self, sh: &Sh, from: usize, to: usize) -> bool {
-        let held = self.is_cut(from, to);
         let link = self.links.entry((from, to)).or_default();
-        let Some(c) = &link.conn else {
-            link.flushing = false;
-            return false;
-        };
-        if link.pending.is_empty() {
+        if link.conn.is_none() || link.pending.is_empty() {
             link.flushing = false;
             return false;
         }
-        let batch: Vec<Packet> = link.pending.drain(..).map(|w| Packet { held, w }).collect();
+        // What waited while its link was cut was on the link when it was cut: lost, as in the
+        // own world, rather than handed to madsim's clogged channel (which would hold it, and
+        // every later message of the pair, until the heal).
+        let waiting = std::mem::take(&mut link.pending);
+        let (batch, cut): (Vec<Packet>, Vec<Packet>) = waiting
+            .into_iter()
+            .partition(|p| self.ok(from, to, p.epoch));
+        for p in &cut {
+            self.lost_in_network(from, &p.w);
+        }
+        let link = self.links.entry((from, to)).or_default();
+        let Some(c) = &link.conn else {
+            return false;
+        };
+        if batch.is_empty() {
+            link.flushing = false;
+            self.settle();
+            return false;
+        }
         let ids: Vec<u64> = batch.iter().map(|p| wire_id(&p.w)).collect();
         if matches!(c.send(Box::new(batch)).now_or_never(), Some(Ok(()))) {
             return true;
@@ -395,6 +421,14 @@ impl Shared {
         }
     }
 
+    /// What `w`, sent by node index `from`, carried is lost on a cut link: a user message is
+    /// dropped with the own world's reason for it (`network`, at its sender's node).
+    fn lost_in_network(&mut self, from: usize, w: &Wire) {
+        if let Some((_, env)) = self.ledger.remove(&wire_id(w)) {
+            self.drop_msg(NodeId(from as u32), env, DropReason::Network);
+        }
+    }
+
     /// A user message lost with a channel that was reset (its receiver's node was killed).
     fn lost_id(&mut self, id: u64) {
         if let Some((node, env)) = self.ledger.remove(&id) {
@@ -418,6 +452,13 @@ impl Shared {
                 msg,
             };
             self.local_ev(to.node, at, LocalEv::Wire(w));
+            return;
+        }
+        if self.is_cut(a, b) {
+            // Lost on the cut link before anything else, as in the own world.
+            if let Msg::User(env) = msg {
+                self.drop_msg(from.node, env, DropReason::Network);
+            }
             return;
         }
         if !self.running(to.node, to.inc) {
@@ -458,7 +499,9 @@ impl Shared {
             return;
         }
         self.stats.messages += 1;
-        if self.tracer.on() {
+        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also when
+        // nothing is traced, as in the own world (`fuzz` and `agree` run untraced).
+        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -482,26 +525,13 @@ impl Shared {
         if self.frozen {
             return;
         }
-        let Packet { held, w } = p;
-        if held {
-            // Held at its sender while the link was clogged: it was still in the sender's
-            // buffers, and dies with that incarnation (as a TCP send buffer does; Akka's
-            // remoting drops an old incarnation's messages, §3). madsim's channel would deliver
-            // it after the sender's next incarnation's messages.
-            let sender = match &w {
-                Wire::Deliver { from, .. } => Some((from.node, from.inc)),
-                Wire::Cluster { from, .. } | Wire::Repl { from, .. } => Some((from.node, from.inc)),
-                _ => None,
-            };
-            if let Some((node, inc)) = sender {
-                if !self.running(node, inc) {
-                    if let Some((_, env)) = self.ledger.remove(&wire_id(&w)) {
-                        self.drop_msg(node, env, DropReason::NodeDown);
-                        self.settle();
-                    }
-                    return;
-                }
-            }
+        let Packet { from, epoch, w } = p;
+        if !self.ok(from, me, epoch) {
+            // Its link was cut while it travelled (madsim's channel delivers what it carried
+            // when it was clogged): lost, as the own world's network loses it.
+            self.lost_in_network(from, &w);
+            self.settle();
+            return;
         }
         match w {
             Wire::Deliver { id, from, to, msg } => {
@@ -684,8 +714,8 @@ impl Shared {
                 } else {
                     DropReason::DeadLetter
                 };
-                for w in std::mem::take(&mut l.pending) {
-                    self.lost(&w, reason);
+                for p in std::mem::take(&mut l.pending) {
+                    self.lost(&p.w, reason);
                 }
             }
         }
@@ -699,6 +729,9 @@ impl Shared {
             return;
         }
         self.cut[a * n1 + b] = cut;
+        if cut {
+            self.epoch[a * n1 + b] = self.epoch[a * n1 + b].wrapping_add(1);
+        }
         let id = |i: usize| {
             if i == self.n() {
                 self.journal_id
@@ -715,7 +748,17 @@ impl Shared {
     }
 
     fn is_cut(&self, a: usize, b: usize) -> bool {
-        self.cut[a * (self.n() + 1) + b]
+        self.cut[self.link_index(a, b)]
+    }
+
+    fn link_index(&self, a: usize, b: usize) -> usize {
+        a * (self.n() + 1) + b
+    }
+
+    /// Whether a message sent in `epoch` on `a -> b` arrives (as the own world's `Net::ok`):
+    /// the link is not cut and was not cut since.
+    fn ok(&self, a: usize, b: usize, epoch: u32) -> bool {
+        a == b || (!self.is_cut(a, b) && self.epoch[self.link_index(a, b)] == epoch)
     }
 
     fn set_journal_reachable(&mut self, reachable: bool) {
@@ -759,16 +802,8 @@ impl Shared {
             if !s.up {
                 continue;
             }
-            if let Some(r) = s.node.as_ref().and_then(|n| n.region()) {
-                let in_region = r.buffered_messages().count();
-                for (k, env) in r.all_buffered_messages().enumerate() {
-                    let place = if k < in_region {
-                        Place::RegionBuffer
-                    } else {
-                        Place::ShardBuffer
-                    };
-                    out.push((env, node, place));
-                }
+            if let Some(n) = s.node.as_ref() {
+                outputs::buffered_user_messages(node, n, &mut out);
             }
         }
         out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
@@ -792,22 +827,7 @@ impl NodeHost for Host<'_> {
         let idx = node.0 as usize;
         match o {
             NodeOutput::Local { msg, delay } => {
-                let after = match delay {
-                    LocalDelay::Message => w.sc.entities.local_delay_us,
-                    LocalDelay::EntityStop | LocalDelay::ShardInit => {
-                        let [lo, hi] = if delay == LocalDelay::EntityStop {
-                            w.sc.entities.stop_ms
-                        } else {
-                            w.sc.entities.shard_init_ms
-                        };
-                        let ms = if lo == hi {
-                            lo
-                        } else {
-                            w.entity_rng.range(lo, hi)
-                        };
-                        ms * 1_000 + w.sc.entities.local_delay_us
-                    }
-                };
+                let after = outputs::local_delay_us(&w.sc, delay, &mut w.entity_rng);
                 w.local(
                     node,
                     now + Duration::from_micros(after),
@@ -884,82 +904,6 @@ impl NodeHost for Host<'_> {
             NodeOutput::Durable { key, data } => {
                 w.slots[idx].disk.insert(key, data);
             }
-            NodeOutput::StoreWritten {
-                shard,
-                started,
-                stopped,
-            } => w.emit(TraceEvent::StoreWrite {
-                node,
-                shard,
-                started,
-                stopped,
-            }),
-            NodeOutput::StoreRead { shard, entities } => w.emit(TraceEvent::StoreRead {
-                node,
-                shard,
-                entities,
-            }),
-            NodeOutput::TimerFired(timer) => {
-                if w.tracer.on() {
-                    w.emit(TraceEvent::Timer { node, timer });
-                }
-            }
-            NodeOutput::View(members) => w.emit(TraceEvent::MemberView { node, members }),
-            NodeOutput::Cluster(ev) => {
-                if w.tracer.on() {
-                    w.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("{ev:?}"),
-                    });
-                }
-            }
-            NodeOutput::JoinAgain(seeds) => {
-                if w.tracer.on() {
-                    w.emit(TraceEvent::Cluster {
-                        node,
-                        event: format!("join again via {seeds:?}"),
-                    });
-                }
-            }
-            NodeOutput::CoordinatorStarted {
-                generation,
-                replayed,
-            } => {
-                w.stats.coordinator_starts += 1;
-                w.emit(TraceEvent::CoordinatorStarted {
-                    node,
-                    incarnation: inc.0,
-                    generation,
-                    replayed,
-                });
-            }
-            NodeOutput::PersistAcked { gen } => w.emit(TraceEvent::PersistAcked {
-                node,
-                incarnation: inc.0,
-                generation: gen,
-            }),
-            NodeOutput::RegionCoordinator(coordinator) => {
-                w.emit(TraceEvent::RegionCoordinator { node, coordinator })
-            }
-            NodeOutput::RoleBreach(b) => w.emit(TraceEvent::RoleBreach {
-                node,
-                role: b.role.to_string(),
-                rule: b.rule.to_string(),
-                detail: b.detail,
-            }),
-            NodeOutput::RegionStopped { reason } => w.emit(TraceEvent::RegionStopped {
-                node,
-                reason: reason.to_string(),
-            }),
-            NodeOutput::CoordinatorStopped { reason } => {
-                w.emit(TraceEvent::CoordinatorStopped {
-                    node,
-                    reason: reason.to_string(),
-                });
-            }
-            NodeOutput::RecoveryFailed { reason } => {
-                w.emit(TraceEvent::RecoveryFailed { node, reason })
-            }
             NodeOutput::Shutdown { reason } => {
                 let s = &mut w.slots[idx];
                 s.up = false;
@@ -970,6 +914,12 @@ impl NodeHost for Host<'_> {
                     incarnation: inc.0,
                     reason,
                 });
+            }
+            o => {
+                let traced = w.tracer.on();
+                if let Some(ev) = outputs::output_event(node, inc, o, traced, &mut w.stats) {
+                    w.emit(ev);
+                }
             }
         }
     }
@@ -1006,27 +956,7 @@ impl NodeHost for Host<'_> {
         let NodeAddr { node, inc: _ } = w.cur;
         w.stats.deliveries += 1;
         // The entity's own decision after this message, drawn as the own world draws it.
-        let wl = &w.sc.workload;
-        let (p, q, s) = (
-            wl.passivate_probability,
-            wl.ignore_stop_probability,
-            wl.self_stop_probability,
-        );
-        let (c, f) = (wl.crash_probability, wl.shard_failure_probability);
-        let rng = &mut w.entity_rng;
-        let act = if p > 0.0 && rng.chance(p) {
-            Some(EntityAct::Passivate {
-                ignores_stop: q > 0.0 && rng.chance(q),
-            })
-        } else if s > 0.0 && rng.chance(s) {
-            Some(EntityAct::StopSelf)
-        } else if c > 0.0 && rng.chance(c) {
-            Some(EntityAct::Crash)
-        } else if f > 0.0 && rng.chance(f) {
-            Some(EntityAct::FailShard)
-        } else {
-            None
-        };
+        let act = outputs::entity_act(&w.sc.workload, &mut w.entity_rng);
         if let Some(act) = act {
             let now = w.now();
             w.local(
@@ -1089,7 +1019,7 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
                     l.connecting = false;
                     let pending = std::mem::take(&mut l.pending);
                     for m in pending {
-                        w.lost(&m, DropReason::DeadLetter);
+                        w.lost(&m.w, DropReason::DeadLetter);
                     }
                 }
                 w.settle();
@@ -1122,6 +1052,27 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
                 return;
             }
             Err(_) => {
+                let refused_by_cut = {
+                    let mut w = lock(&sh);
+                    let cut = w.slots[from].inc == inc && w.is_cut(from, to);
+                    if cut {
+                        // Refused by the clog: what waits was on the link when it was cut, lost
+                        // (as in the own world). The next message after the heal opens the
+                        // channel, without waiting for a back-off.
+                        if let Some(l) = w.links.get_mut(&(from, to)) {
+                            l.connecting = false;
+                            let pending = std::mem::take(&mut l.pending);
+                            for m in pending {
+                                w.lost_in_network(from, &m.w);
+                            }
+                        }
+                        w.settle();
+                    }
+                    cut
+                };
+                if refused_by_cut {
+                    return;
+                }
                 madsim::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
             }
@@ -1198,7 +1149,8 @@ async fn node_main(sh: Sh, me: usize) {
                 let input = match input {
                     LocalEv::Wire(wire) => {
                         let p = Packet {
-                            held: false,
+                            from: me,
+                            epoch: 0,
                             w: wire,
                         };
                         w.on_wire(&sh, me, p);
@@ -1237,15 +1189,9 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                 let Ok(batch) = p.downcast::<Vec<Packet>>() else {
                     continue;
                 };
-                for m in *batch {
-                    if m.held {
-                        // Sent while the journal was unreachable: Akka's journal plugin fails
-                        // the write (call-timeout, circuit breaker) and persistence never
-                        // retries it, so it is not applied when madsim's channel delivers it
-                        // after the heal.
-                        continue;
-                    }
-                    let m = Box::new(m.w);
+                for p in *batch {
+                    let (from, epoch) = (p.from, p.epoch);
+                    let m = Box::new(p.w);
                     // A write takes the journal's write latency (after the network's), in order.
                     let extra = match &*m {
                         Wire::Persist { .. } => lock(&sh).journal.write_latency_us(),
@@ -1259,7 +1205,12 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                     }
                     let reply = {
                         let mut w = lock(&sh);
-                        if w.frozen || !w.journal.available {
+                        // Lost on a link cut since it was sent (as the own world's
+                        // `on_journal_write`): the coordinator's call-timeout fires. Akka's
+                        // journal plugin fails such a write (call-timeout, circuit breaker) and
+                        // persistence never retries it.
+                        let j = w.n();
+                        if w.frozen || !w.journal.available || !w.ok(from, j, epoch) {
                             continue;
                         }
                         match *m {
@@ -1297,10 +1248,19 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                             _ => continue,
                         }
                     };
-                    let reply = vec![Packet {
-                        held: false,
-                        w: reply,
-                    }];
+                    let reply = {
+                        let w = lock(&sh);
+                        let j = w.n();
+                        if w.is_cut(j, from) {
+                            continue; // lost at the send, as in the own world
+                        }
+                        let epoch = w.epoch[w.link_index(j, from)];
+                        vec![Packet {
+                            from: j,
+                            epoch,
+                            w: reply,
+                        }]
+                    };
                     if tx.send(Box::new(reply)).await.is_err() {
                         return;
                     }
@@ -1362,115 +1322,97 @@ fn apply(sh: &Sh, act: Act) {
     if w.frozen {
         return;
     }
-    let n = w.n();
     match act {
         Act::Join(node) => start_node(sh, &mut w, node),
         Act::Liveness => {
             let (now, end) = (w.now(), w.end);
-            let (from, to) = crate::sim::faults::liveness_window(&w.sc, now, end);
-            w.emit(TraceEvent::LivenessPhase { from, to });
-            w.heal_nodes();
-            w.set_journal_reachable(true);
-            w.journal.heal();
-            for i in 0..n as u32 {
-                start_node(sh, &mut w, NodeId(i));
-            }
+            faults::liveness_phase(&mut Faults { sh, w: &mut w }, now, end);
         }
-        Act::Fault(f) => {
-            w.stats.faults += 1;
-            w.emit(TraceEvent::Fault {
-                fault: f.kind_name().to_string(),
-                detail: f.detail(),
-            });
-            match f {
-                Fault::Partition { sides: [a, b] } => {
-                    for x in &a {
-                        for y in &b {
-                            let (x, y) = (x.0 as usize, y.0 as usize);
-                            w.set_cut(x, y, true);
-                            w.set_cut(y, x, true);
-                        }
-                    }
-                }
-                Fault::Isolate { node: x } => {
-                    for y in 0..n {
-                        if y != x.0 as usize {
-                            w.set_cut(x.0 as usize, y, true);
-                            w.set_cut(y, x.0 as usize, true);
-                        }
-                    }
-                }
-                Fault::OneWay { from, to } => w.set_cut(from.0 as usize, to.0 as usize, true),
-                Fault::Bridge { a, b: _, c } => {
-                    w.set_cut(a.0 as usize, c.0 as usize, true);
-                    w.set_cut(c.0 as usize, a.0 as usize, true);
-                }
-                Fault::Heal => w.heal_nodes(),
-                Fault::Crash { node } => w.crash(sh, node, "crash"),
-                Fault::Restart { node } => start_node(sh, &mut w, node),
-                Fault::Pause { node, duration_ms } => {
-                    let idx = node.0 as usize;
-                    if w.slots[idx].up {
-                        let until = w.now().0 + duration_ms * 1000;
-                        let s = &mut w.slots[idx];
-                        s.paused_until = s.paused_until.max(until);
-                        let id = s.id;
-                        Handle::current().pause(id);
-                        let sh2 = sh.clone();
-                        madsim::task::spawn(async move {
-                            madsim::time::sleep(std::time::Duration::from_millis(duration_ms))
-                                .await;
-                            let w = lock(&sh2);
-                            if w.slots[idx].paused_until <= w.now().0 {
-                                Handle::current().resume(id);
-                            }
-                        });
-                    }
-                }
-                Fault::Down { node, by } => {
-                    let target = w.addr_of(node);
-                    let up = |w: &Shared, i: NodeId| w.slots[i.0 as usize].up;
-                    let by = by
-                        .filter(|b| up(&w, *b))
-                        .or_else(|| (0..n as u32).map(NodeId).find(|i| up(&w, *i)));
-                    if let Some(by) = by {
-                        w.handle(sh, by, NodeInput::Down(target));
-                    }
-                }
-                Fault::Leave { node, by } => {
-                    let up = |w: &Shared, i: NodeId| w.slots[i.0 as usize].up;
-                    let asked = by.is_none_or(|b| up(&w, b));
-                    if asked && up(&w, node) {
-                        let inc = w.slots[node.0 as usize].inc.0;
-                        let settle_ms = crate::sim::swarm::settle_ms(&w.sc);
-                        w.emit(TraceEvent::GracefulLeave {
-                            node,
-                            incarnation: inc,
-                            settle_ms,
-                        });
-                    }
-                    match by {
-                        None => w.handle(sh, node, NodeInput::Leave),
-                        Some(by) if up(&w, by) => {
-                            let target = w.addr_of(node);
-                            w.handle(sh, by, NodeInput::LeaveMember(target));
-                        }
-                        Some(_) => {}
-                    }
-                }
-                Fault::JournalUnavailable => w.set_journal_reachable(false),
-                Fault::JournalAvailable => {
-                    w.set_journal_reachable(true);
-                    w.journal.heal();
-                }
-                Fault::JournalSlow { extra_latency_ms } => {
-                    w.journal.extra_latency_us = extra_latency_ms * 1000
-                }
-                Fault::JournalFailing => w.journal.failing = true,
-            }
-        }
+        Act::Fault(f) => faults::apply_fault(&mut Faults { sh, w: &mut w }, f),
     }
     w.settle();
+}
+
+/// The madsim host under the shared fault injector: links clogged through madsim (and cut in
+/// the host's own view, which loses what they carry), crashes as a stop and madsim's `kill`,
+/// restarts as madsim's `restart` with a new incarnation, pauses as madsim's `pause`/`resume`.
+struct Faults<'a> {
+    sh: &'a Sh,
+    w: &'a mut Shared,
+}
+
+impl FaultHost for Faults<'_> {
+    fn node_count(&self) -> usize {
+        self.w.n()
+    }
+
+    fn scenario(&self) -> &Scenario {
+        &self.w.sc
+    }
+
+    fn emit(&mut self, ev: TraceEvent) {
+        self.w.emit(ev);
+    }
+
+    fn count_fault(&mut self) {
+        self.w.stats.faults += 1;
+    }
+
+    fn cut(&mut self, from: usize, to: usize) {
+        self.w.set_cut(from, to, true);
+    }
+
+    fn heal_nodes(&mut self) {
+        self.w.heal_nodes();
+    }
+
+    fn set_journal_reachable(&mut self, reachable: bool) {
+        self.w.set_journal_reachable(reachable);
+    }
+
+    fn journal(&mut self) -> &mut Journal {
+        &mut self.w.journal
+    }
+
+    fn is_up(&self, node: NodeId) -> bool {
+        self.w.slots[node.0 as usize].up
+    }
+
+    fn addr_of(&self, node: NodeId) -> NodeAddr {
+        self.w.addr_of(node)
+    }
+
+    fn input(&mut self, node: NodeId, input: NodeInput) {
+        self.w.handle(self.sh, node, input);
+    }
+
+    fn crash(&mut self, node: NodeId) {
+        self.w.crash(self.sh, node, "crash");
+    }
+
+    fn restart(&mut self, node: NodeId) {
+        start_node(self.sh, self.w, node);
+    }
+
+    fn pause(&mut self, node: NodeId, duration_ms: u64) {
+        let idx = node.0 as usize;
+        let w = &mut *self.w;
+        if w.slots[idx].up {
+            let until = w.now().0 + duration_ms * 1000;
+            let s = &mut w.slots[idx];
+            s.paused_until = s.paused_until.max(until);
+            let id = s.id;
+            Handle::current().pause(id);
+            let sh2 = self.sh.clone();
+            madsim::task::spawn(async move {
+                madsim::time::sleep(std::time::Duration::from_millis(duration_ms)).await;
+                let w = lock(&sh2);
+                if w.slots[idx].paused_until <= w.now().0 {
+                    Handle::current().resume(id);
+                }
+            });
+        }
+    }
 }
 
 /// Run one schedule of `sc` on madsim, seeded with `seed`. The caller checks
@@ -1546,6 +1488,7 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         workload: Workload::new(&sc, seed),
         links: BTreeMap::new(),
         cut: vec![false; (n + 1) * (n + 1)],
+        epoch: vec![0; (n + 1) * (n + 1)],
         ledger: BTreeMap::new(),
         next_id: 0,
         seq: 0,
@@ -1656,6 +1599,22 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         coverage: None,
     };
     let tracer = std::mem::replace(&mut w.tracer, Tracer::new(TraceMode::Off));
+    // Break the cycles between the run's state and madsim's (its tasks hold the state, the
+    // state holds madsim's node handles and channels), else every seed's world outlives its
+    // runtime and a long `agree` or `fuzz` runs out of memory: kill every node (its tasks go),
+    // drop the channels and the node state.
+    let ids: Vec<madsim::task::NodeId> = w.slots.iter().map(|s| s.id).collect();
+    let (journal, clients) = (w.journal_id, w.clients.id());
+    w.links.clear();
+    for s in &mut w.slots {
+        s.node = None;
+        s.local.clear();
+    }
+    w.ledger.clear();
     drop(w);
+    let h = Handle::current();
+    for id in ids.into_iter().chain([journal, clients]) {
+        h.kill(id);
+    }
     (result, tracer)
 }
