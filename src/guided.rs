@@ -20,7 +20,7 @@
 //! A scenario with nothing to perturb (one node, one entity, no faults) runs seed-only: every
 //! input is a fresh seed.
 
-use crate::campaign::{Failure, FailureKind};
+use crate::campaign::{self, Failure, FailureKind};
 use crate::coverage::{run_batch, Bitmap};
 use crate::rng::{Rng, Stream};
 use crate::scenario::Scenario;
@@ -310,6 +310,13 @@ pub fn guided(sc: &Arc<Scenario>, opts: GuidedOptions, progress: &dyn Fn(u64)) -
             done += 1;
             let new = r.coverage.as_deref().map_or(0, |m| global.merge(m));
             if let Some(v) = &r.violation {
+                // A known hazard (`[[expect.known]]`) of the perturbed scenario: its seed is
+                // clean with the hazard's fix on. Reported as known; it does not stop
+                // --until-failure, as in `fuzz`.
+                let known = campaign::known_hazard(&inp.sc, inp.seed, v, &|s, n, m| {
+                    World::new(s.clone(), n, m).run().0
+                });
+                let is_known = known.is_some();
                 rep.failures.push(Found {
                     at: done,
                     seed: inp.seed,
@@ -319,11 +326,12 @@ pub fn guided(sc: &Arc<Scenario>, opts: GuidedOptions, progress: &dyn Fn(u64)) -
                         invariant: v.invariant,
                         t_us: v.t.0,
                         detail: v.detail.clone(),
+                        known,
                     },
                     scenario: materialise(&inp.sc, inp.seed),
                     mutations: inp.mutations.clone(),
                 });
-                if opts.until_failure {
+                if opts.until_failure && !is_known {
                     if new > 0 {
                         rep.last_new_at = done;
                     }

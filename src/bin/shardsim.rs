@@ -1477,12 +1477,21 @@ fn cmd_guided(
         }
     }
     let mut code = ExitCode::SUCCESS;
+    let unexpected = rep
+        .failures
+        .iter()
+        .filter(|f| !f.failure.is_expected(expected) && !f.failure.is_known())
+        .count();
+    if unexpected > 0 {
+        code = ExitCode::from(1);
+    }
     for f in rep.failures.iter().take(20) {
         let tag = if f.failure.is_expected(expected) {
-            "expected"
+            "expected".to_string()
+        } else if let Some(k) = &f.failure.known {
+            format!("known hazard {k}:")
         } else {
-            code = ExitCode::from(1);
-            "UNEXPECTED"
+            "UNEXPECTED".to_string()
         };
         println!(
             "{tag} {} seed {} (schedule {}) at t={}: {}",
@@ -1518,8 +1527,12 @@ fn cmd_guided(
         .iter()
         .filter(|f| f.failure.is_expected(expected))
         .count();
+    let known = rep.failures.iter().filter(|f| f.failure.is_known()).count();
+    if known > 0 {
+        println!("known hazards: {known} inputs showed a hazard the scenario declares known");
+    }
     if code != ExitCode::SUCCESS {
-        println!("FAILED: inputs failed in a way the scenario does not expect");
+        println!("FAILED: {unexpected} inputs failed in a way the scenario does not expect");
     } else if expected != Outcome::None && found == 0 {
         println!("FAILED: the scenario expects `{expected}`, but no input showed it");
         code = ExitCode::from(1);
