@@ -141,14 +141,14 @@ fn run_prints_summary_and_replay_on_violation() {
         "run",
         "sim-scenarios/hazards/reorder-across-handoff.toml",
         "--seed",
-        "137",
+        "2",
     ]);
     assert_eq!(code, 0, "an expected violation is not a failure: {out}");
     assert!(
-        out.contains("VIOLATION per-sender-order (seed 137) at t="),
+        out.contains("VIOLATION per-sender-order (seed 2) at t="),
         "{out}"
     );
-    assert!(out.contains("replay: cargo run --release -- run sim-scenarios/hazards/reorder-across-handoff.toml --seed 137"), "{out}");
+    assert!(out.contains("replay: cargo run --release -- run sim-scenarios/hazards/reorder-across-handoff.toml --seed 2"), "{out}");
     assert!(
         out.contains("\"ev\":\"deliver\""),
         "trace context missing: {out}"
@@ -242,7 +242,7 @@ fn run_writes_a_trace_that_check_trace_rechecks() {
         "run",
         "sim-scenarios/hazards/reorder-across-handoff.toml",
         "--seed",
-        "137",
+        "2",
         "--trace",
         trace.to_str().unwrap(),
     ]);

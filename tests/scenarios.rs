@@ -223,7 +223,7 @@ scenario_tests! {
     fault_zoo => "sim-scenarios/faults/fault-zoo.toml",
     swarm_auto_down => "sim-scenarios/faults/swarm-auto-down.toml",
     shrunk_swarm_auto_down_seed260 => "sim-scenarios/shrunk/swarm-auto-down-seed260.toml",
-    shrunk_reorder_across_handoff_seed137 => "sim-scenarios/shrunk/reorder-across-handoff-seed137.toml",
+    shrunk_reorder_across_handoff_seed2 => "sim-scenarios/shrunk/reorder-across-handoff-seed2.toml",
     shrunk_singleton_prefers_newest_app_version_seed0 => "sim-scenarios/shrunk/singleton-prefers-newest-app-version-seed0.toml",
     allocation_new => "sim-scenarios/allocation-new.toml",
     allocation_new_faults => "sim-scenarios/faults/allocation-new-faults.toml",

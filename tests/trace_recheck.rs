@@ -70,8 +70,8 @@ fn every_scenario_rechecks_to_the_live_verdict() {
 
 #[test]
 fn hazard_trace_recheck_finds_the_reordering() {
-    // Seed 137 is the README's example of the §11.3 reorder.
-    let n = live_and_file_agree(load("hazards/reorder-across-handoff.toml"), 135..140);
+    // Seed 2 is the README's example of the §11.3 reorder.
+    let n = live_and_file_agree(load("hazards/reorder-across-handoff.toml"), 0..5);
     assert!(n > 0, "no violation among these seeds");
 }
 
