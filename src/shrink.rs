@@ -160,9 +160,9 @@ pub enum ShrinkError {
     /// (a bug in the materialisation; the original failure is reported as is).
     NotReproduced {
         /// The original failure.
-        original: Failure,
+        original: Box<Failure>,
         /// What the materialised scenario did instead (`None`: no violation).
-        got: Option<Failure>,
+        got: Option<Box<Failure>>,
     },
     /// A budget too small to run the seed twice.
     Budget,
@@ -263,7 +263,10 @@ pub fn shrink_observed(
         .as_ref()
         .is_none_or(|g| (g.invariant, g.t_us) != (original.invariant, original.t_us))
     {
-        return Err(ShrinkError::NotReproduced { original, got });
+        return Err(ShrinkError::NotReproduced {
+            original: Box::new(original),
+            got: got.map(Box::new),
+        });
     }
     let before = Shape::of(&explicit, original.t_us, sends);
     let mut r = Reducer {

@@ -461,7 +461,7 @@ fn explain_tells_a_failing_seed_and_a_trace_and_refuses_bad_input() {
         pics.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("at-most-one at t=16.804737s"), "{out}");
+    assert!(out.starts_with("at-most-one at t=16.807964s"), "{out}");
     assert!(out.contains("ResendShardHost(shard 0)"), "{out}");
     for ext in ["md", "svg"] {
         let p = pics.join(format!("stale-host-shard-resend-seed0.{ext}"));

@@ -394,6 +394,11 @@ fn the_trace_reader_and_its_checker_never_panic() {
     runner()
         .run(&mutated(trace_bases()), |b| {
             if let Some(text) = decoded(&tally, &b)? {
+                // `SHARDSIM_PARSER_LAST=FILE`: each input is written there before it is
+                // checked, so a run that hangs leaves the input that hung it.
+                if let Ok(f) = std::env::var("SHARDSIM_PARSER_LAST") {
+                    let _ = std::fs::write(f, &b);
+                }
                 match shardsim::check::recheck(&text) {
                     Err(e) => {
                         let lines = b.iter().filter(|&&c| c == b'\n').count() + 1;

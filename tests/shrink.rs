@@ -149,15 +149,17 @@ fn shrink_the_split_brain_swarm_seed() {
 }
 
 /// Seed freedom: the §11.3 reorder is a protocol race, not caused by a fault, so with its own
-/// seed only its end time shrinks; with seed freedom it shrinks to the three nodes the hazard
-/// needs (owner, new home and coordinator on different nodes) and a few seconds.
+/// seed the shrinker keeps whatever the seed's race needs; with seed freedom it also finds a
+/// seed for which a smaller workload races, down to the three nodes the hazard needs (owner,
+/// new home and coordinator on different nodes), a few seconds and half the messages. (Before
+/// membership gossiped as Akka does, seed 137 kept all five nodes without seed freedom; on
+/// Akka's gossip most seeds already shrink to three nodes with their own seed.)
 #[test]
 fn seed_freedom_shrinks_a_protocol_race() {
     const HAZARD: &str = "sim-scenarios/hazards/reorder-across-handoff.toml";
     let sc = Scenario::load(&root().join(HAZARD)).unwrap();
     let fixed = shrink::shrink(&sc, 2, ShrinkOptions::default()).unwrap();
     assert_eq!(fixed.seed, 2);
-    assert_eq!(fixed.after.nodes, fixed.before.nodes, "{:?}", fixed.after);
     let opts = ShrinkOptions {
         seed_tries: 16,
         ..ShrinkOptions::default()
@@ -167,8 +169,22 @@ fn seed_freedom_shrinks_a_protocol_race() {
     assert_eq!(res.original.invariant, Outcome::PerSenderOrder);
     assert_eq!(res.failure.invariant, Outcome::PerSenderOrder);
     assert_ne!(res.seed, 2, "the shrunk scenario names its own seed");
-    assert!(res.after.nodes <= 3, "{:?}", res.after);
-    assert!(res.after.end_ms * 2 < fixed.after.end_ms, "{:?}", res.after);
+    assert!(
+        res.after.nodes <= 3.min(fixed.after.nodes),
+        "{:?}",
+        res.after
+    );
+    assert!(
+        res.after.end_ms <= fixed.after.end_ms + 100,
+        "{:?}",
+        res.after
+    );
+    assert!(
+        res.after.messages * 3 < fixed.after.messages * 2,
+        "{:?} against {:?}",
+        res.after,
+        fixed.after
+    );
     // Deterministic, and the result fails on replay with its seed.
     let again = shrink::shrink(&sc, 2, opts).unwrap();
     assert_eq!((&again.scenario, again.seed), (&res.scenario, res.seed));
