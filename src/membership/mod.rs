@@ -30,6 +30,15 @@ mod ring;
 mod tests;
 mod vclock;
 
+/// Incarnation 1 of node `i`: the address the ring and vector-clock unit tests use.
+#[cfg(test)]
+pub(crate) fn test_addr(i: u32) -> NodeAddr {
+    NodeAddr {
+        node: crate::ids::NodeId(i),
+        inc: crate::ids::NodeInc(1),
+    }
+}
+
 pub use downing::{decide, Decision, DowningFacts, Outcome};
 pub use gossip::{GossipMember, GossipState, ReachRecord};
 pub use vclock::{VcOrder, VectorClock};

@@ -67,14 +67,7 @@ pub fn receivers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{NodeId, NodeInc};
-
-    fn n(i: u32) -> NodeAddr {
-        NodeAddr {
-            node: NodeId(i),
-            inc: NodeInc(1),
-        }
-    }
+    use crate::membership::test_addr as n;
 
     #[test]
     fn small_clusters_monitor_everyone() {

@@ -91,14 +91,7 @@ impl VectorClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{NodeId, NodeInc};
-
-    fn n(i: u32) -> NodeAddr {
-        NodeAddr {
-            node: NodeId(i),
-            inc: NodeInc(1),
-        }
-    }
+    use crate::membership::test_addr as n;
 
     #[test]
     fn orders_as_akka() {
