@@ -1,7 +1,9 @@
 //! Agreement between hosts (issue 10): every scenario file that expects `none` is clean on N
 //! madsim seeds, and every file that expects a violation shows the same invariant on the
-//! madsim host within M seeds. A violation one host shows and the other never does is a
-//! modelling artefact to explain. `shardsim agree` runs it and writes the table.
+//! madsim host within M seeds. A declared known hazard (`[[expect.known]]`) counts as it
+//! does for `fuzz`: its seeds are classified on the madsim host itself (clean there with the
+//! fix on) and do not break agreement. A violation one host shows and the other never does is
+//! a modelling artefact to explain. `shardsim agree` runs it and writes the table.
 
 use crate::campaign::{self, FuzzOptions, Summary};
 use crate::host::{self, Host};
@@ -27,7 +29,7 @@ impl Row {
     pub fn agrees(&self) -> Option<bool> {
         let s = self.result.as_ref().ok()?;
         Some(if self.expected == Outcome::None {
-            s.failures.is_empty()
+            s.unexpected(self.expected).next().is_none()
         } else {
             s.expected_found > 0 && s.unexpected(self.expected).next().is_none()
         })
@@ -37,8 +39,8 @@ impl Row {
     pub fn verdict(&self) -> String {
         match &self.result {
             Err(why) => format!("not run: {why}"),
-            Ok(s) if self.expected == Outcome::None => match s.failures.first() {
-                None => format!("clean on {} seeds", s.schedules),
+            Ok(s) if self.expected == Outcome::None => match s.unexpected(self.expected).next() {
+                None => format!("clean on {} seeds{}", s.schedules, known_note(s)),
                 Some(f) => format!(
                     "DISAGREES: {} at seed {} ({} of {} seeds fail): {}",
                     f.label(),
@@ -57,13 +59,38 @@ impl Row {
                     f.detail
                 ),
                 (Some(f), None) => format!(
-                    "{} found at seed {} ({} seeds run)",
-                    self.expected, f.seed, s.schedules
+                    "{} found at seed {} ({} seeds run){}",
+                    self.expected,
+                    f.seed,
+                    s.schedules,
+                    known_note(s)
                 ),
                 (None, None) => format!("DISAGREES: no {} in {} seeds", self.expected, s.schedules),
             },
         }
     }
+}
+
+/// The known hazards a run showed (issue 16's `[[expect.known]]`: the seed breaks the
+/// hazard's invariant and is clean, on the same host, with its fix option on), as
+/// `"; known NAME at seeds A, B"`, or nothing.
+fn known_note(s: &Summary) -> String {
+    let mut by: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();
+    for f in &s.failures {
+        if let Some(k) = &f.known {
+            by.entry(k.as_str()).or_default().push(f.seed);
+        }
+    }
+    by.iter()
+        .map(|(k, seeds)| {
+            let seeds: Vec<String> = seeds.iter().map(u64::to_string).collect();
+            format!(
+                "; known {k} at seed{} {}",
+                if seeds.len() == 1 { "" } else { "s" },
+                seeds.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Run one file on the madsim host: `clean` seeds when it expects `none`, else until the

@@ -252,6 +252,7 @@ pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, SharedShards) 
             },
             // Each node's gossip target choice draws from a stream of this seed.
             gossip_seed: seed,
+            gossip_skips_unreachable: sc.options.gossip_skips_unreachable_members,
             ..sc.membership.clone()
         },
         entities: sc.entities.count,

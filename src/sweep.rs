@@ -50,8 +50,28 @@ pub struct Entry {
     pub jobs: usize,
     /// The verdict against the declaration: `Ok(lines)` or `Err(why)` ([`campaign::judge`]).
     pub verdict: Result<Vec<String>, String>,
+    /// The model's fingerprint for this file: the trace hashes of seeds 0, 1 and 2
+    /// ([`fingerprint`]). A kept result is reused only by a binary whose model gives the
+    /// same schedules; a change to the protocol, the membership or the world re-runs it.
+    #[serde(default)]
+    pub fingerprint: String,
     /// The campaign's summary.
     pub summary: Summary,
+}
+
+/// The seeds whose trace hashes make a file's [`Entry::fingerprint`] (the same seeds
+/// `tests/data/trace-hashes.txt` pins).
+pub const FINGERPRINT_SEEDS: std::ops::Range<u64> = 0..3;
+
+/// The model's fingerprint for a scenario: its trace hashes on [`FINGERPRINT_SEEDS`].
+pub fn fingerprint(sc: &Arc<Scenario>) -> String {
+    FINGERPRINT_SEEDS
+        .map(|seed| {
+            let (r, _) = campaign::run_seed(sc, seed, crate::trace::TraceMode::Hash);
+            format!("{:016x}", r.trace_hash)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Entry {
@@ -86,9 +106,15 @@ pub fn entry_path(dir: &Path, file: &str) -> PathBuf {
     dir.join(format!("{}.json", flat.trim_end_matches(".toml")))
 }
 
-/// A kept result, if it answers the same plan: same scenario name and behaviour, and the seed
-/// count this plan gives the file.
-pub fn reuse(dir: &Path, file: &str, sc: &Scenario, plan: &Plan) -> Option<Entry> {
+/// A kept result, if it answers the same plan with the same model: same scenario name and
+/// behaviour, the seed count this plan gives the file, and the same [`fingerprint`].
+pub fn reuse(
+    dir: &Path,
+    file: &str,
+    sc: &Scenario,
+    plan: &Plan,
+    fingerprint: &str,
+) -> Option<Entry> {
     let text = std::fs::read_to_string(entry_path(dir, file)).ok()?;
     let e: Entry = serde_json::from_str(&text).ok()?;
     let want = if e.slow {
@@ -99,7 +125,8 @@ pub fn reuse(dir: &Path, file: &str, sc: &Scenario, plan: &Plan) -> Option<Entry
     let same = e.summary.scenario == sc.name
         && e.summary.behaviour == sc.options.behaviour()
         && e.summary.seed_start == 0
-        && e.summary.schedules == want;
+        && e.summary.schedules == want
+        && e.fingerprint == fingerprint;
     same.then_some(e)
 }
 
@@ -111,7 +138,8 @@ pub fn sweep_file(
 ) -> Result<Entry, String> {
     let sc = Arc::new(Scenario::load(path).map_err(|e| e.to_string())?);
     let file = path.to_string_lossy().into_owned();
-    if let Some(e) = reuse(&plan.summaries, &file, &sc, plan) {
+    let print = fingerprint(&sc);
+    if let Some(e) = reuse(&plan.summaries, &file, &sc, plan, &print) {
         return Ok(e);
     }
     let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
@@ -136,6 +164,7 @@ pub fn sweep_file(
         secs,
         jobs: plan.jobs,
         verdict,
+        fingerprint: print,
         summary,
     };
     let json = serde_json::to_vec_pretty(&e).map_err(|x| x.to_string())?;
@@ -156,7 +185,9 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
          {} seeds from 0 ({} for a slow file: one whose first {PROBE} seeds project more than \
          {:.0} s for the full count on {} jobs), judged as `fuzz` judges it against the file's \
          `[expect]` outcome, rate band and `[[expect.known]]` hazards. Counts are schedules; \
-         `known X (inv)` is a known hazard whose seeds are clean with its fix option on.\n",
+         `known X (inv)` is a known hazard whose seeds are clean with its fix option on. A \
+         file's kept result is reused only while its seeds 0-2 keep their trace hashes (the \
+         model's fingerprint), so every row is the current model's.\n",
         plan.schedules, plan.slow_schedules, plan.slow_after_secs, plan.jobs
     );
     let _ = writeln!(

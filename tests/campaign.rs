@@ -664,7 +664,7 @@ fn known_hazards_are_reported_not_failed() {
 }
 
 /// `shardsim sweep` (issue 16 item 1): every file of a folder judged against its declaration,
-/// each result kept and reused by a later sweep with the same plan, a file whose campaign does
+/// each result kept and reused by a later sweep with the same plan and model, a file whose campaign does
 /// not match its declaration named in the report and exit 1, bad input exit 2.
 #[test]
 fn sweep_judges_every_file_and_resumes() {
@@ -706,6 +706,23 @@ fn sweep_judges_every_file_and_resumes() {
     let (code, stdout, _) = run(args("reorder"));
     assert_eq!(code, 0);
     assert!(stdout.contains("(kept from an earlier sweep)"), "{stdout}");
+    // A kept result from another model (its fingerprint, seeds 0-2's trace hashes, differs)
+    // is run again.
+    let kept = std::fs::read_dir(&sums)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&kept).unwrap();
+    let print = text.split("\"fingerprint\": \"").nth(1).unwrap();
+    let print = &print[..print.find('"').unwrap()];
+    assert_eq!(print.split(' ').count(), 3, "{text}");
+    std::fs::write(&kept, text.replace(print, "0 0 0")).unwrap();
+    let (code, stdout, _) = run(args("reorder"));
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("(kept from an earlier sweep)"), "{stdout}");
+    assert!(std::fs::read_to_string(&kept).unwrap().contains(print));
     // Both files: the clean declaration does not match.
     let (code, stdout, _) = run(args(".toml"));
     assert_eq!(code, 1, "{stdout}");

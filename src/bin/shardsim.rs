@@ -1055,7 +1055,9 @@ fn cmd_sweep(dir: &Path, only: &[String], plan: &shardsim::sweep::Plan, out: &Pa
         .iter()
         .zip(&scenarios)
         .map(|(f, sc)| {
-            let kept = shardsim::sweep::reuse(&plan.summaries, &f.to_string_lossy(), sc, plan);
+            let print = shardsim::sweep::fingerprint(&std::sync::Arc::new(sc.clone()));
+            let kept =
+                shardsim::sweep::reuse(&plan.summaries, &f.to_string_lossy(), sc, plan, &print);
             (f.clone(), kept.map(|e| (sc.clone(), e)))
         })
         .collect();

@@ -202,6 +202,11 @@ pub struct MembershipConfig {
     /// (`Stream::Gossip`). Not a `[membership]` key: the world fills it in.
     #[serde(skip)]
     pub gossip_seed: u64,
+    /// The protocol option `gossip-skips-unreachable-members` (a fix; off = Akka): the gossip
+    /// round leaves out members any non-Down member observes as unreachable. Not a
+    /// `[membership]` key: the world fills it in from `[options]`.
+    #[serde(skip)]
+    pub gossip_skips_unreachable: bool,
 }
 
 /// Akka's `akka.cluster.min-nr-of-members` and `akka.cluster.role.<role>.min-nr-of-members`
@@ -254,6 +259,7 @@ impl Default for MembershipConfig {
             downing: DowningProvider::None,
             min_nr_of_members: MinMembers::default(),
             gossip_seed: 0,
+            gossip_skips_unreachable: false,
         }
     }
 }
@@ -1037,6 +1043,17 @@ impl Membership {
             && !self.observes_unreachable(a)
     }
 
+    /// With the fix option `gossip-skips-unreachable-members`: the members a non-Down member
+    /// observes as unreachable (Akka before 2.6.10, `reachabilityExcludingDownedObservers`),
+    /// which the gossip round leaves out. Empty without the option (Akka).
+    fn unreachable_to_skip(&self) -> BTreeSet<NodeAddr> {
+        if self.cfg.gossip_skips_unreachable {
+            self.gossip.unreachable()
+        } else {
+            BTreeSet::new()
+        }
+    }
+
     /// ClusterDaemon `gossipTo`: the full state to `a` if it is a valid gossip target.
     fn gossip_to(&self, a: NodeAddr, out: &mut Vec<MOutput>) {
         if self.valid_node_for_gossip(a) {
@@ -1084,22 +1101,19 @@ impl Membership {
         // have not seen this version; if none (or not preferred), every valid member.
         let p = adjusted_gossip_different_view_probability(members.len());
         let prefer = self.rng.chance(p);
+        let skip = self.unreachable_to_skip();
+        let valid = |a: &NodeAddr| self.valid_node_for_gossip(*a) && !skip.contains(a);
         let mut targets: Vec<NodeAddr> = Vec::new();
         if prefer {
             targets.extend(
                 members
                     .iter()
                     .copied()
-                    .filter(|a| !self.gossip.seen.contains(a) && self.valid_node_for_gossip(*a)),
+                    .filter(|a| !self.gossip.seen.contains(a) && valid(a)),
             );
         }
         if targets.is_empty() {
-            targets.extend(
-                members
-                    .iter()
-                    .copied()
-                    .filter(|a| self.valid_node_for_gossip(*a)),
-            );
+            targets.extend(members.iter().copied().filter(valid));
         }
         if targets.is_empty() {
             return;
@@ -1137,10 +1151,11 @@ impl Membership {
     /// ClusterDaemon `gossipRandomN`: the full state to `n` random valid members
     /// (`GossipTargetSelector.randomNodesForFullGossip`: all of them if there are no more).
     fn gossip_random_n(&mut self, n: usize, out: &mut Vec<MOutput>) {
+        let skip = self.unreachable_to_skip();
         let mut nodes: Vec<NodeAddr> = self
             .member_addrs()
             .into_iter()
-            .filter(|a| self.valid_node_for_gossip(*a))
+            .filter(|a| self.valid_node_for_gossip(*a) && !skip.contains(a))
             .collect();
         if nodes.len() > n {
             // `Random.shuffle(selectedNodes).take(n)`: a partial Fisher-Yates.

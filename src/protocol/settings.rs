@@ -360,18 +360,30 @@ pub struct ProtocolOptions {
     /// `GetShardHome`s stay deferred and a shutting-down region keeps its buffers until its
     /// shutdown times out. With the option the Shard also answers the later worker. Off = Akka.
     pub handoff_during_handoff_answered: bool,
+    /// Fix for Akka's slow convergence with dead Down members (scale-100.toml): since PR
+    /// akka#29640 (2.6.10) `validNodeForGossip` only asks whether this node itself observes
+    /// the target unreachable ("nodes marked as unreachable by others are still valid targets
+    /// for gossip", MembershipState.scala), so members that are Down and dead but not yet
+    /// removed stay in every node's `preferNodesWithDifferentView` choice (they never enter
+    /// `seen`) and soak up most gossip rounds; convergence, and with it the removal of the
+    /// dead and the Up of new members, can take tens of seconds at 100 nodes. With the option
+    /// the gossip round (`gossip`, `gossipRandomN`) leaves out every member that a non-Down
+    /// member observes as unreachable, as Akka did before 2.6.10
+    /// (`reachabilityExcludingDownedObservers`). Off = Akka.
+    pub gossip_skips_unreachable_members: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
 
 /// The options that are this project's fixes for hazards Akka still has; every other option
 /// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
-const FIX_OPTIONS: [&str; 5] = [
+const FIX_OPTIONS: [&str; 6] = [
     "handoff-ack-via-owner",
     "host-shard-resend-skips-handoff",
     "hand-over-keeps-local-region",
     "rebalance-skips-shutting-down-regions",
     "handoff-during-handoff-answered",
+    "gossip-skips-unreachable-members",
 ];
 
 impl ProtocolOptions {
