@@ -1,6 +1,7 @@
 //! `shardsim sweep`: every scenario file at campaign scale, judged against its declaration
 //! (issue 16 item 1). Each file runs `schedules` seeds from 0 (`slow_schedules` when the file
-//! is slow: its projected time at `schedules` is above `slow_after_secs`), on all the jobs
+//! is slow: its first [`PROBE`] seeds average more than `slow_after_events` events per
+//! schedule, a count, so the plan is the same on any machine under any load), on all the jobs
 //! given, with the same verdict as `fuzz` ([`campaign::judge`]). Each file's result is written
 //! atomically as it finishes (`<summaries>/<file path with / as __>.json`), and a later sweep
 //! with the same plan reuses it, so a sweep of many CPU-hours can be stopped and resumed. The
@@ -23,16 +24,16 @@ pub struct Plan {
     pub schedules: u64,
     /// Seeds per slow file.
     pub slow_schedules: u64,
-    /// A file is slow when its first [`PROBE`] seeds project more than this many seconds for
-    /// `schedules`.
-    pub slow_after_secs: f64,
+    /// A file is slow when its first [`PROBE`] seeds average more than this many events per
+    /// schedule.
+    pub slow_after_events: u64,
     /// Worker threads.
     pub jobs: usize,
     /// Where each file's result is kept.
     pub summaries: PathBuf,
 }
 
-/// Seeds timed to decide whether a file is slow (they are run again in the campaign).
+/// Seeds whose events decide whether a file is slow (they are run again in the campaign).
 pub const PROBE: u64 = 100;
 
 /// One file's result, as kept in `<summaries>/`.
@@ -40,10 +41,10 @@ pub const PROBE: u64 = 100;
 pub struct Entry {
     /// The file, relative to the swept folder's parent (as given on the command line).
     pub file: String,
-    /// Whether it was judged slow, and the seconds its probe projected for the full count.
+    /// Whether it was judged slow.
     pub slow: bool,
-    /// Projected seconds for `Plan::schedules` (from the probe).
-    pub projected_secs: f64,
+    /// The probe's mean events per schedule (what `slow` was judged by).
+    pub probe_events: u64,
     /// Wall-clock seconds of the campaign.
     pub secs: f64,
     /// Jobs it ran on.
@@ -142,25 +143,23 @@ pub fn sweep_file(
     if let Some(e) = reuse(&plan.summaries, &file, &sc, plan, &print) {
         return Ok(e);
     }
-    let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
     let probe = PROBE.min(plan.schedules);
-    campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
-    let projected_secs =
-        clock.elapsed().as_secs_f64() / probe.max(1) as f64 * plan.schedules as f64;
-    let slow = projected_secs > plan.slow_after_secs && plan.slow_schedules < plan.schedules;
+    let probed = campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
+    let probe_events = probed.totals.events / probe.max(1);
+    let slow = probe_events > plan.slow_after_events && plan.slow_schedules < plan.schedules;
     let n = if slow {
         plan.slow_schedules
     } else {
         plan.schedules
     };
-    let clock = std::time::Instant::now(); // determinism-ok: as above
+    let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
     let summary = campaign::fuzz(&sc, 0, n, plan.jobs, progress);
     let secs = clock.elapsed().as_secs_f64();
     let verdict = campaign::judge(&sc, &summary, n, false);
     let e = Entry {
         file: file.clone(),
         slow,
-        projected_secs,
+        probe_events,
         secs,
         jobs: plan.jobs,
         verdict,
@@ -182,13 +181,13 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
     let _ = writeln!(
         s,
         "Written by `shardsim sweep` (issue 16 item 1): each file under `sim-scenarios/` runs \
-         {} seeds from 0 ({} for a slow file: one whose first {PROBE} seeds project more than \
-         {:.0} s for the full count on {} jobs), judged as `fuzz` judges it against the file's \
+         {} seeds from 0 ({} for a slow file: one whose first {PROBE} seeds average more than \
+         {} events per schedule; {} jobs), judged as `fuzz` judges it against the file's \
          `[expect]` outcome, rate band and `[[expect.known]]` hazards. Counts are schedules; \
          `known X (inv)` is a known hazard whose seeds are clean with its fix option on. A \
          file's kept result is reused only while its seeds 0-2 keep their trace hashes (the \
          model's fingerprint), so every row is the current model's.\n",
-        plan.schedules, plan.slow_schedules, plan.slow_after_secs, plan.jobs
+        plan.schedules, plan.slow_schedules, plan.slow_after_events, plan.jobs
     );
     let _ = writeln!(
         s,

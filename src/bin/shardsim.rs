@@ -217,13 +217,15 @@ enum Cmd {
         /// Seeds per file, from 0.
         #[arg(long, default_value_t = 100_000, value_parser = at_least_one_u64)]
         schedules: u64,
-        /// Seeds per slow file (one whose first 100 seeds project more than --slow-after
-        /// seconds for --schedules).
+        /// Seeds per slow file (one whose first 100 seeds average more than
+        /// --slow-after-events events per schedule).
         #[arg(long, default_value_t = 20_000, value_parser = at_least_one_u64)]
         slow_schedules: u64,
-        /// Projected seconds above which a file is slow.
-        #[arg(long, value_name = "SECS", default_value_t = 900)]
-        slow_after: u64,
+        /// Events per schedule (the mean over a file's first 100 seeds) above which a file is
+        /// slow. Counted, not timed, so the plan does not depend on the machine or its load;
+        /// the default is about 15 minutes of 2 cores for 100,000 schedules.
+        #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
+        slow_after_events: u64,
         /// Only the files whose path contains one of these (repeatable).
         #[arg(long, value_name = "TEXT")]
         only: Vec<String>,
@@ -448,7 +450,7 @@ fn main() -> ExitCode {
             dir,
             schedules,
             slow_schedules,
-            slow_after,
+            slow_after_events,
             only,
             jobs,
             summaries,
@@ -457,7 +459,7 @@ fn main() -> ExitCode {
             let plan = shardsim::sweep::Plan {
                 schedules,
                 slow_schedules,
-                slow_after_secs: slow_after as f64,
+                slow_after_events,
                 jobs: jobs.unwrap_or_else(|| {
                     std::thread::available_parallelism()
                         .map(|n| n.get())
