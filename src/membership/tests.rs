@@ -897,3 +897,20 @@ fn app_versions_are_gossiped() {
         assert_eq!(versions, vec![(0, 1), (1, 1), (2, 2)], "view of node {i}");
     }
 }
+
+/// `adjustedGossipDifferentViewProbability` as Akka HEAD computes it with the selector built
+/// from `ReduceGossipDifferentViewProbability` (400): 400 (always prefer members with another
+/// view) up to 400 members, then linear to a tenth of it at 1,200 members and flat beyond.
+/// No scenario reaches 400 members, so only this test pins the large-cluster branch (found by
+/// cargo-mutants, `reports/mutants.md`).
+#[test]
+fn gossip_different_view_probability_follows_akka() {
+    let p = adjusted_gossip_different_view_probability;
+    assert_eq!(p(3), 400.0);
+    assert_eq!(p(400), 400.0);
+    // k = (40 - 400) / (1200 - 400) = -0.45 per member above 400.
+    assert!((p(800) - 220.0).abs() < 1e-9, "{}", p(800));
+    assert!((p(401) - 399.55).abs() < 1e-9, "{}", p(401));
+    assert_eq!(p(1200), 40.0);
+    assert_eq!(p(5000), 40.0);
+}
