@@ -914,3 +914,90 @@ fn gossip_different_view_probability_follows_akka() {
     assert_eq!(p(1200), 40.0);
     assert_eq!(p(5000), 40.0);
 }
+
+/// ClusterDaemon `gossipTick`: while `isGossipSpeedupNeeded`, exactly two speed-up rounds
+/// follow a gossip tick (at 1/3 and 2/3 of the interval), not a chain of them (a survivor of
+/// cargo-mutants: `speedup_left > 0` as `>= 0` only adds gossip rounds, which no scenario
+/// notices).
+#[test]
+fn a_gossip_tick_schedules_two_speedup_rounds() {
+    let mut m = Membership::new(addr(0), true, MembershipConfig::default());
+    let mut out = Vec::new();
+    m.handle(secs(0), MInput::Start { seeds: vec![] }, &mut out);
+    // Four joiners: five members, only this node has seen the state, so speed-up is needed.
+    for i in 1..5 {
+        let join = MMsg::Join {
+            hosting: true,
+            app_version: 0,
+        };
+        m.handle(
+            secs(0),
+            MInput::Deliver {
+                from: addr(i),
+                msg: join,
+            },
+            &mut out,
+        );
+    }
+    let speedups = |out: &[MOutput]| {
+        out.iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    MOutput::SetTimer {
+                        timer: MTimer::GossipSpeedupTick,
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    let mut step = |t: MTimer| {
+        let mut out = Vec::new();
+        m.handle(secs(1), MInput::Timeout(t), &mut out);
+        speedups(&out)
+    };
+    assert_eq!(
+        step(MTimer::GossipTick),
+        1,
+        "the tick schedules the first speed-up"
+    );
+    assert_eq!(
+        step(MTimer::GossipSpeedupTick),
+        1,
+        "the first schedules the second"
+    );
+    assert_eq!(step(MTimer::GossipSpeedupTick), 0, "the second is the last");
+}
+
+/// ClusterDaemon `receiveGossip`: once joined, gossip from a sender that is not a member of
+/// the local state is ignored (a survivor of cargo-mutants accepted it: `||` as `&&` in the
+/// sender check).
+#[test]
+fn gossip_from_an_unknown_sender_is_ignored() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    // Node 2's state, as if sent by a stranger (node 7, never a member): node 0 must not merge
+    // it, even though it names node 0.
+    let mut stranger = s.nodes[2].gossip_state().clone();
+    stranger.version.bump(addr(7));
+    stranger
+        .members
+        .entry(addr(0))
+        .and_modify(|m| m.status = MemberStatus::Leaving);
+    let before = s.nodes[0].gossip_state().clone();
+    let mut out = Vec::new();
+    s.nodes[0].handle(
+        secs(12),
+        MInput::Deliver {
+            from: addr(7),
+            msg: MMsg::Gossip {
+                gossip: Arc::new(stranger),
+            },
+        },
+        &mut out,
+    );
+    assert_eq!(*s.nodes[0].gossip_state(), before);
+    assert!(out.is_empty(), "{out:?}");
+}
