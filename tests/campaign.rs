@@ -733,6 +733,18 @@ fn sweep_judges_every_file_and_resumes() {
         report.contains("2 of 2 files run, 1 match their declaration"),
         "{report}"
     );
+    // Report only: nothing runs, the kept results are listed and the rest "not run yet".
+    std::fs::write(files.join("new.toml"), &fast).unwrap();
+    let mut a = args(".toml");
+    a.push("--report-only".into());
+    let (code, stdout, _) = run(a);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("2 of 3 files run with this plan and model"),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(report.contains("new.toml` | | | | not run yet"), "{report}");
     // Bad input.
     let (code, _, err) = shardsim(&["sweep", "no/such/folder"]);
     assert_eq!(code, 2, "{err}");

@@ -235,6 +235,10 @@ enum Cmd {
         /// Where each file's result is kept (and reused by a later sweep with the same plan).
         #[arg(long, value_name = "DIR", default_value = "reports/at-scale")]
         summaries: PathBuf,
+        /// Run nothing: write the report from the kept results (the other files "not run
+        /// yet"), to see how far a sweep spread over sessions has come.
+        #[arg(long)]
+        report_only: bool,
         /// The Markdown report to write.
         #[arg(
             long,
@@ -454,6 +458,7 @@ fn main() -> ExitCode {
             only,
             jobs,
             summaries,
+            report_only,
             out,
         } => {
             let plan = shardsim::sweep::Plan {
@@ -467,7 +472,7 @@ fn main() -> ExitCode {
                 }),
                 summaries,
             };
-            cmd_sweep(&dir, &only, &plan, &out)
+            cmd_sweep(&dir, &only, &plan, report_only, &out)
         }
         Cmd::Explain {
             input,
@@ -1024,7 +1029,13 @@ fn cmd_bench_hosts(path: &Path, schedules: u64, rounds: u32) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn cmd_sweep(dir: &Path, only: &[String], plan: &shardsim::sweep::Plan, out: &Path) -> ExitCode {
+fn cmd_sweep(
+    dir: &Path,
+    only: &[String],
+    plan: &shardsim::sweep::Plan,
+    report_only: bool,
+    out: &Path,
+) -> ExitCode {
     if !dir.is_dir() {
         eprintln!("error: {}: not a folder of scenario files", dir.display());
         return ExitCode::from(2);
@@ -1064,6 +1075,30 @@ fn cmd_sweep(dir: &Path, only: &[String], plan: &shardsim::sweep::Plan, out: &Pa
         })
         .collect();
     let mut mismatched = 0;
+    if report_only {
+        let kept: Vec<&shardsim::sweep::Entry> = rows
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().map(|(_, e)| e))
+            .collect();
+        mismatched = kept.iter().filter(|e| e.verdict.is_err()).count();
+        if let Err(e) = write_atomic(out, shardsim::sweep::report(&rows, plan).as_bytes()) {
+            eprintln!("error: {}: cannot write: {e}", out.display());
+            return ExitCode::from(2);
+        }
+        println!(
+            "sweep (report only): {} of {} files run with this plan and model, {} match their \
+             declaration, {mismatched} do not; report {}",
+            kept.len(),
+            rows.len(),
+            kept.len() - mismatched,
+            out.display()
+        );
+        return if mismatched > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
     for i in 0..rows.len() {
         let (f, kept) = &rows[i];
         let e = match kept {
