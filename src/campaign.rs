@@ -160,6 +160,28 @@ pub fn known_hazard(sc: &Scenario, seed: u64, v: &Violation, run: Runner<'_>) ->
     f.known
 }
 
+/// Classify a kept campaign's failures again, against the scenario's declaration as it is now
+/// (a sweep reuses a result after its file gained or changed an `[[expect.known]]` entry or
+/// its outcome): the expected count is recounted, and every other violation is matched to the
+/// known hazards afresh, its seed re-run on the own world with the fix option on where one is
+/// declared. Only failing seeds run.
+pub fn reclassify(sc: &Scenario, sum: &mut Summary) {
+    let known = known_checks(sc);
+    let run: Runner<'_> = &|sc, seed, mode| run_seed(sc, seed, mode).0;
+    let expected = sc.expect.outcome;
+    for f in &mut sum.failures {
+        f.known = None;
+        if !f.is_expected(expected) {
+            classify_known(&known, f, run);
+        }
+    }
+    sum.expected_found = sum
+        .failures
+        .iter()
+        .filter(|f| f.is_expected(expected))
+        .count() as u64;
+}
+
 /// A campaign's verdict against its scenario's declaration, as `fuzz` prints it: `Ok(lines)`
 /// (each printed after "ok: ") or `Err(line)` (printed after "FAILED: "). The checks, in order:
 /// a failure the scenario neither expects nor declares as a known hazard; an expected outcome

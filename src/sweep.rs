@@ -108,7 +108,9 @@ pub fn entry_path(dir: &Path, file: &str) -> PathBuf {
 }
 
 /// A kept result, if it answers the same plan with the same model: same scenario name and
-/// behaviour, the seed count this plan gives the file, and the same [`fingerprint`].
+/// behaviour, the seed count this plan gives the file, and the same [`fingerprint`]. Its
+/// failures are classified and judged again against the file's declaration as it is now
+/// ([`campaign::reclassify`]), so editing `[expect]` or `[[expect.known]]` needs no re-run.
 pub fn reuse(
     dir: &Path,
     file: &str,
@@ -128,7 +130,13 @@ pub fn reuse(
         && e.summary.seed_start == 0
         && e.summary.schedules == want
         && e.fingerprint == fingerprint;
-    same.then_some(e)
+    if !same {
+        return None;
+    }
+    let mut e = e;
+    campaign::reclassify(sc, &mut e.summary);
+    e.verdict = campaign::judge(sc, &e.summary, e.summary.schedules, false);
+    Some(e)
 }
 
 /// Run one file by the plan (or reuse its kept result) and keep the result.
