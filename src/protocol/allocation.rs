@@ -399,6 +399,21 @@ mod tests {
         assert_eq!(s.allocate_shard(region(1), ShardId(1), &[]), None);
     }
 
+    /// Beyond Akka's spec vectors (whose thresholds of 1 and 2 give the same count for
+    /// `diff - threshold` and `diff / threshold`, so a cargo-mutants survivor went unseen):
+    /// `min(min(most - least - threshold, threshold), max - in progress)` (§10.3) with
+    /// threshold 3 and 8 against 0 shards moves three, and with 5 against 0 moves two.
+    #[test]
+    fn deprecated_rebalance_count_follows_the_formula() {
+        let got = old(3, 10).rebalance(&allocations(&[8, 0]), &BTreeSet::new(), UP);
+        assert_eq!(got, ids(&[1, 2, 3]));
+        let got = old(3, 10).rebalance(&allocations(&[5, 0]), &BTreeSet::new(), UP);
+        assert_eq!(got, ids(&[1, 2]));
+        // max-simultaneous-rebalance caps it: 2 allowed, 1 in progress.
+        let got = old(3, 2).rebalance(&allocations(&[8, 0]), &ids(&[9]), UP);
+        assert_eq!(got, ids(&[1]));
+    }
+
     #[test]
     fn deprecated_spec_vectors() {
         // akka-sharding.md §10.3 (DeprecatedLeastShardAllocationStrategySpec; max 10 unless given)
