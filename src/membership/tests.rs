@@ -1001,3 +1001,60 @@ fn gossip_from_an_unknown_sender_is_ignored() {
     assert_eq!(*s.nodes[0].gossip_state(), before);
     assert!(out.is_empty(), "{out:?}");
 }
+
+/// Akka `MembershipState.leaderOf`: candidates are the reachable members that are not Down,
+/// so a Down member with the lowest address does not lead, reachable or not (a survivor of
+/// cargo-mutants: `< Down` as `<= Down`).
+#[test]
+fn a_down_member_is_never_the_leader() {
+    let member = |status| GossipMember {
+        up_number: 1,
+        status,
+        hosting: true,
+        app_version: 0,
+        down_reason: None,
+    };
+    let mut g = GossipState::default();
+    g.members.insert(addr(0), member(MemberStatus::Down));
+    g.members.insert(addr(1), member(MemberStatus::Up));
+    g.members.insert(addr(2), member(MemberStatus::Up));
+    assert_eq!(g.leader(addr(1)), Some(addr(1)));
+    assert_eq!(g.leader(addr(2)), Some(addr(1)));
+    // With nobody Up or Leaving the leader is the lowest candidate, still not the Down one.
+    g.members.insert(addr(1), member(MemberStatus::Joining));
+    g.members.insert(addr(2), member(MemberStatus::Joining));
+    assert_eq!(g.leader(addr(2)), Some(addr(1)));
+    g.members.insert(addr(0), member(MemberStatus::Up));
+    assert_eq!(g.leader(addr(2)), Some(addr(0)));
+}
+
+/// `LeaderChanged` is published when the leader changes, and only then (ClusterDomainEvent
+/// diff; a survivor of cargo-mutants published it on every change but that one): while three
+/// nodes join and converge, each node sees its leader change once or twice (none, then
+/// itself or node 0, then node 0), never twice in a row to the same leader.
+#[test]
+fn leader_changed_is_observed_only_on_a_change() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    for i in 0..3 {
+        let leaders: Vec<Option<NodeAddr>> = s
+            .observed
+            .iter()
+            .filter(|(_, n, _)| *n == i)
+            .filter_map(|(_, _, e)| match e {
+                MembershipEvent::LeaderChanged { leader } => Some(*leader),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !leaders.is_empty() && leaders.len() <= 2,
+            "node {i}: {leaders:?}"
+        );
+        assert_eq!(leaders.last(), Some(&Some(addr(0))), "node {i}");
+        assert!(
+            leaders.windows(2).all(|w| w[0] != w[1]),
+            "node {i}: {leaders:?}"
+        );
+    }
+}
