@@ -190,12 +190,12 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
         s,
         "Written by `shardsim sweep` (issue 16 item 1): each file under `sim-scenarios/` runs \
          {} seeds from 0 ({} for a slow file: one whose first {PROBE} seeds average more than \
-         {} events per schedule; {} jobs), judged as `fuzz` judges it against the file's \
+         {} events per schedule), judged as `fuzz` judges it against the file's \
          `[expect]` outcome, rate band and `[[expect.known]]` hazards. Counts are schedules; \
          `known X (inv)` is a known hazard whose seeds are clean with its fix option on. A \
          file's kept result is reused only while its seeds 0-2 keep their trace hashes (the \
          model's fingerprint), so every row is the current model's.\n",
-        plan.schedules, plan.slow_schedules, plan.slow_after_events, plan.jobs
+        plan.schedules, plan.slow_schedules, plan.slow_after_events
     );
     let _ = writeln!(
         s,
@@ -235,7 +235,7 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
             .replace('|', "/");
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {}{} | {} | {} | {:.0} s |",
+            "| `{}` | {} | {} | {}{} | {} | {} | {:.0} s on {} job{} |",
             e.file,
             options,
             declared,
@@ -243,7 +243,9 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
             if e.slow { " (slow)" } else { "" },
             outcomes.join(", "),
             verdict,
-            e.secs
+            e.secs,
+            e.jobs,
+            if e.jobs == 1 { "" } else { "s" }
         );
     }
     let _ = writeln!(
