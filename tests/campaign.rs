@@ -735,30 +735,30 @@ fn sweep_judges_every_file_and_resumes() {
     );
     // Report only: nothing runs, the kept results are listed and the rest "not run yet".
     std::fs::write(files.join("new.toml"), &fast).unwrap();
-    let mut a = args(".toml");
-    a.push("--report-only".into());
-    let (code, stdout, _) = run(a);
+    let report_only = || {
+        let mut a = args(".toml");
+        a.push("--report-only".into());
+        let (code, stdout, _) = run(a);
+        (code, stdout, std::fs::read_to_string(&out).unwrap())
+    };
+    let (code, stdout, report) = report_only();
     assert_eq!(code, 1, "{stdout}");
     assert!(
         stdout.contains("2 of 3 files run with this plan and model"),
         "{stdout}"
     );
-    let report = std::fs::read_to_string(&out).unwrap();
     assert!(report.contains("new.toml` | | | | not run yet"), "{report}");
     // Declaring the reorder a known hazard needs no re-run: a kept result is judged again
     // against the file as it is now (its failing seeds re-run with the fix on).
     let text = std::fs::read_to_string(files.join("clean.toml")).unwrap();
     let known = "\n[[expect.known]]\nname = \"reorder\"\ninvariant = \"per-sender-order\"\nfixed-by = \"handoff-ack-via-owner\"\n";
     std::fs::write(files.join("clean.toml"), format!("{text}{known}")).unwrap();
-    let mut a = args(".toml");
-    a.push("--report-only".into());
-    let (code, stdout, _) = run(a);
+    let (code, stdout, report) = report_only();
     assert_eq!(code, 0, "{stdout}");
     assert!(
         stdout.contains("2 of 3 files run with this plan and model, 2 match"),
         "{stdout}"
     );
-    let report = std::fs::read_to_string(&out).unwrap();
     assert!(
         report.contains("known reorder (per-sender-order): "),
         "{report}"
