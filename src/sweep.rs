@@ -139,18 +139,17 @@ pub fn reuse(
     Some(e)
 }
 
-/// Run one file by the plan (or reuse its kept result) and keep the result.
+/// Run one file by the plan and keep the result (the caller asked [`reuse`] first, with the
+/// file's [`fingerprint`] `print`).
 pub fn sweep_file(
     path: &Path,
+    sc: &Scenario,
+    print: String,
     plan: &Plan,
     progress: campaign::Progress<'_>,
 ) -> Result<Entry, String> {
-    let sc = Arc::new(Scenario::load(path).map_err(|e| e.to_string())?);
+    let sc = Arc::new(sc.clone());
     let file = path.to_string_lossy().into_owned();
-    let print = fingerprint(&sc);
-    if let Some(e) = reuse(&plan.summaries, &file, &sc, plan, &print) {
-        return Ok(e);
-    }
     let probe = PROBE.min(plan.schedules);
     let probed = campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
     let probe_events = probed.totals.events / probe.max(1);

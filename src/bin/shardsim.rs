@@ -1064,13 +1064,17 @@ fn cmd_sweep(
             }
         }
     }
+    let prints: Vec<String> = scenarios
+        .iter()
+        .map(|sc| shardsim::sweep::fingerprint(&std::sync::Arc::new(sc.clone())))
+        .collect();
     let mut rows: Vec<(PathBuf, Option<(Scenario, shardsim::sweep::Entry)>)> = files
         .iter()
         .zip(&scenarios)
-        .map(|(f, sc)| {
-            let print = shardsim::sweep::fingerprint(&std::sync::Arc::new(sc.clone()));
+        .zip(&prints)
+        .map(|((f, sc), print)| {
             let kept =
-                shardsim::sweep::reuse(&plan.summaries, &f.to_string_lossy(), sc, plan, &print);
+                shardsim::sweep::reuse(&plan.summaries, &f.to_string_lossy(), sc, plan, print);
             (f.clone(), kept.map(|e| (sc.clone(), e)))
         })
         .collect();
@@ -1103,7 +1107,13 @@ fn cmd_sweep(
         let (f, kept) = &rows[i];
         let e = match kept {
             Some((_, e)) => e.clone(),
-            None => match shardsim::sweep::sweep_file(f, plan, &|_| {}) {
+            None => match shardsim::sweep::sweep_file(
+                f,
+                &scenarios[i],
+                prints[i].clone(),
+                plan,
+                &|_| {},
+            ) {
                 Ok(e) => e,
                 Err(e) => {
                     eprintln!("error: {e}");
