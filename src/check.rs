@@ -410,6 +410,10 @@ impl fmt::Display for TraceFileError {
     }
 }
 
+/// Node, shard, entity and sender ids a trace file may name: below this (the simulator's
+/// scenarios use a few thousand at most).
+pub const TRACE_ID_BOUND: u32 = 1 << 20;
+
 /// Parse one trace line into the events the checker needs (others are skipped: `None`).
 pub fn parse_trace_line(
     line: &str,
@@ -442,6 +446,18 @@ pub fn parse_trace_line(
     let num32 = |k: &str| {
         num(k).and_then(|n| u32::try_from(n).map_err(|_| err(k, format!("{n} is too large"))))
     };
+    // The checker indexes its tables by these ids, as the simulator's ids are small; a file's
+    // ids are held to the same bound so that no line can make a table of billions of slots.
+    let bounded = |k: &str, n: u32| {
+        if n < TRACE_ID_BOUND {
+            Ok(n)
+        } else {
+            Err(err(
+                k,
+                format!("id {n} is beyond the trace reader's bound ({TRACE_ID_BOUND} ids)"),
+            ))
+        }
+    };
     let flag = |k: &str| {
         v.get(k)
             .and_then(|x| x.as_bool())
@@ -466,6 +482,7 @@ pub fn parse_trace_line(
                     format!("`{s}` is not an id of the form {prefix}<number>"),
                 )
             })
+            .and_then(|n| bounded(k, n))
     };
     fn typed<T: serde::de::DeserializeOwned>(
         v: &serde_json::Value,
@@ -475,7 +492,7 @@ pub fn parse_trace_line(
         let x = v.get(k).ok_or_else(|| err(k, "missing".into()))?;
         serde_json::from_value(x.clone()).map_err(|e| err(k, e.to_string()))
     }
-    let node = |k: &str| num32(k).map(NodeId);
+    let node = |k: &str| num32(k).and_then(|n| bounded(k, n)).map(NodeId);
     let shard = |k: &str| id(k, "").map(ShardId);
     let entity = |k: &str| id(k, "e").map(EntityId);
     let sender = |k: &str| id(k, "c").map(SenderId);
@@ -527,8 +544,9 @@ pub fn parse_trace_line(
                         x.as_str()
                             .and_then(|s| s.strip_prefix('e'))
                             .and_then(|s| s.parse().ok())
-                            .map(EntityId)
                             .ok_or_else(|| err(k, format!("{x} is not an entity id e<number>")))
+                            .and_then(|n| bounded(k, n))
+                            .map(EntityId)
                     })
                     .collect()
             };
@@ -741,12 +759,35 @@ pub fn parse_trace_line(
 /// Re-check a whole JSON Lines trace from its text alone. Returns the first violation.
 pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
     let mut c = Checker::new();
+    // The last seq each (sender, entity) pair sent: the workload numbers each pair's messages
+    // 1, 2, 3, ... in order, and message conservation walks those seqs, so a file's sends
+    // must follow that numbering.
+    let mut sent: std::collections::BTreeMap<(SenderId, EntityId), u64> = Default::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         match parse_trace_line(line, i + 1)? {
             Some((t, ev)) => {
+                if let TraceEvent::Send {
+                    sender,
+                    entity,
+                    seq,
+                    ..
+                } = &ev
+                {
+                    let last = sent.entry((*sender, *entity)).or_default();
+                    if *seq != *last + 1 {
+                        return Err(TraceFileError {
+                            line: i + 1,
+                            field: Some("seq".into()),
+                            message: format!(
+                                "seq {seq} of {sender}→{entity} follows seq {last}: a pair's sends are numbered 1, 2, 3, ... in order"
+                            ),
+                        });
+                    }
+                    *last = *seq;
+                }
                 if let Some(v) = c.on_event(t, &ev) {
                     return Ok(Some(v));
                 }
@@ -900,6 +941,30 @@ mod tests {
         assert_eq!(v.invariant, Outcome::AtMostOne);
         let e = recheck("{\"t\":1,\"ev\":\"deliver\",\"sender\":\"x\"}").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("sender"));
+    }
+
+    /// A file's sends must be numbered 1, 2, 3, ... per pair, and its ids stay below
+    /// [`TRACE_ID_BOUND`]: a line claiming seq u64::MAX or shard 4294967295 is an error naming
+    /// the line and field, not a walk over 2^64 seqs or a table of 2^32 slots (the parsers
+    /// fuzz test hung on the first before this rule).
+    #[test]
+    fn recheck_holds_sends_to_their_numbering_and_ids_to_a_bound() {
+        let send = |seq: u64| {
+            format!(
+            "{{\"t\":1,\"ev\":\"send\",\"sender\":\"c1\",\"entity\":\"e9\",\"seq\":{seq},\"node\":0,\"shard\":\"8\"}}\n"
+        )
+        };
+        let ok = send(1) + &send(2);
+        assert!(recheck(&ok).unwrap().is_none());
+        for bad in [send(1) + &send(u64::MAX), send(2), send(1) + &send(1)] {
+            let e = recheck(&bad).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("seq"), "{e}");
+            assert_eq!(e.line, bad.lines().count(), "{e}");
+        }
+        let huge = send(1).replace("\"shard\":\"8\"", "\"shard\":\"4294967295\"");
+        let e = recheck(&huge).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("shard"), "{e}");
+        assert!(e.message.contains("bound"), "{e}");
     }
 
     #[test]
