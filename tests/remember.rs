@@ -664,6 +664,33 @@ fn pre_fix_b30_the_buffer_stays_undelivered_until_a_later_message() {
     );
 }
 
+/// Pre-fix B30 with a Shard restart: the stranded buffer dies with the old instance (each
+/// message dropped as `ShardRestart`), and the Shard's count of buffered messages goes to zero
+/// with it (a count that kept them would make later messages hit `buffer-size` early).
+#[test]
+fn pre_fix_b30_a_stranded_buffer_dies_with_a_restart_and_leaves_the_count_at_zero() {
+    let opts = ProtocolOptions {
+        remember_passivation_forgets_buffer: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = loaded(opts);
+    passivated_with_buffer(&mut t);
+    t.req(env(3, 4, 1));
+    assert_eq!(done(&mut t, 1, 0, 0), vec![O::Cancel(ret(1, 0))]);
+    // A message for 7 starts a write; it times out and the Shard restarts.
+    t.req(env(1, 7, 1));
+    assert_eq!(t.slot(1).unwrap().shard.buffered(), 3);
+    let out = fire(&mut t, ret(1, 0));
+    for e in [env(1, 7, 1), env(2, 4, 1), env(3, 4, 1)] {
+        assert!(
+            out.contains(&dropped(e, DropReason::ShardRestart)),
+            "{e:?} in {out:?}"
+        );
+    }
+    let shard = &t.slot(1).unwrap().shard;
+    assert_eq!((shard.buffered(), shard.buffered_recount()), (0, 0));
+}
+
 // ---- 5. an entity stops without passivating (§6.4, §12 B33) ----
 
 #[test]

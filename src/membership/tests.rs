@@ -1058,3 +1058,40 @@ fn leader_changed_is_observed_only_on_a_change() {
         );
     }
 }
+
+/// `ClusterHeartbeatSenderState.membershipChange`: a receiver that leaves this node's ring
+/// selection is kept heartbeated (`oldReceiversNowUnreachable`) only when the failure detector
+/// does not find it available; a reachable one, heard within the pause, is dropped at once (a
+/// survivor of cargo-mutants kept every member: `&&` as `||` in `update_receivers`). Twelve
+/// nodes join one by one, so the later joins move some node's nine receivers: after each ms,
+/// each kept former receiver is one not heard within the pause or observed unreachable.
+#[test]
+fn a_reachable_former_heartbeat_receiver_is_not_kept() {
+    let mut s = Sim::new(12, MembershipConfig::default());
+    s.start_all();
+    let pause = Duration::from_millis(MembershipConfig::default().acceptable_heartbeat_pause_ms);
+    let mut moved = 0;
+    let mut before: Vec<BTreeSet<NodeAddr>> = s.nodes.iter().map(|m| m.receivers.clone()).collect();
+    let mut t = Instant::ZERO;
+    while t < secs(30) {
+        t = t + Duration::from_millis(1);
+        s.run_until(t);
+        for (i, m) in s.nodes.iter().enumerate() {
+            if before[i].difference(&m.receivers).next().is_some() {
+                moved += 1;
+            }
+            before[i] = m.receivers.clone();
+            for a in &m.old_receivers_unreachable {
+                let heard = m.last_heard.get(a).is_some_and(|l| t - *l <= pause);
+                assert!(
+                    !heard || m.observes_unreachable(*a),
+                    "node {i} at {t:?} keeps {a:?}, heard within the pause and reachable"
+                );
+            }
+        }
+    }
+    assert!(
+        moved > 0,
+        "no join moved a receiver out of a ring selection"
+    );
+}
