@@ -1095,3 +1095,72 @@ fn a_reachable_former_heartbeat_receiver_is_not_kept() {
         "no join moved a receiver out of a ring selection"
     );
 }
+
+/// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
+/// `reachabilityExcludingDownedObservers`): a member that another member observes as
+/// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
+/// asks only this node's own observation) it still is. Four converged nodes; node 1 records
+/// node 3 unreachable in node 0's state; node 0's gossip ticks then target node 3 only without
+/// the option (a survivor of cargo-mutants emptied the skip set, which only the 100-node
+/// scenario noticed).
+#[test]
+fn gossip_skips_members_others_observe_unreachable_only_with_the_fix_option() {
+    let targets_of_3 = |skip: bool| {
+        let cfg = MembershipConfig {
+            gossip_skips_unreachable: skip,
+            ..MembershipConfig::default()
+        };
+        let mut s = Sim::new(4, cfg);
+        s.start_all();
+        s.run_until(secs(15));
+        assert_eq!(s.view_nodes(0), vec![0, 1, 2, 3]);
+        let m = &mut s.nodes[0];
+        m.gossip.reachability.insert(
+            (addr(1), addr(3)),
+            ReachRecord {
+                version: 1,
+                unreachable: true,
+            },
+        );
+        let mut n = 0;
+        for k in 0..200 {
+            let mut out = Vec::new();
+            m.handle(secs(15 + k), MInput::Timeout(MTimer::GossipTick), &mut out);
+            n += out
+                .iter()
+                .filter(|o| matches!(o, MOutput::Send { to, .. } if *to == addr(3)))
+                .count();
+        }
+        n
+    };
+    assert!(
+        targets_of_3(false) > 0,
+        "Akka: node 3 stays a gossip target"
+    );
+    assert_eq!(targets_of_3(true), 0, "the fix option skips it");
+}
+
+/// ClusterDaemon `downing` of itself: "spread the word quickly" with
+/// `gossipRandomN(MaxGossipsBeforeShuttingDownMyself)`, five random members, not every one
+/// (a survivor of cargo-mutants gossiped to all: `>` as `==` in `gossip_random_n`).
+#[test]
+fn a_node_downing_itself_gossips_to_five_random_members() {
+    let mut s = Sim::new(8, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(20));
+    assert_eq!(s.view_nodes(7).len(), 8);
+    let mut out = Vec::new();
+    s.nodes[7].handle(secs(20), MInput::DownCommand(addr(7)), &mut out);
+    let gossiped: BTreeSet<NodeAddr> = out
+        .iter()
+        .filter_map(|o| match o {
+            MOutput::Send {
+                to,
+                msg: MMsg::Gossip { .. },
+            } => Some(*to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gossiped.len(), GOSSIPS_BEFORE_SHUTDOWN, "{gossiped:?}");
+    assert!(!gossiped.contains(&addr(7)));
+}
