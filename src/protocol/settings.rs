@@ -497,4 +497,36 @@ mod behaviour_tests {
         assert_eq!(d.with_fix("no-such-option"), None);
         assert_eq!(d.fix_on("host-shard-acked-while-stopping"), None);
     }
+
+    /// SR:663: the registration back-off starts at `max(100 ms, retry-interval / 8)`, and
+    /// SR:530-541: the HandOffStopper's timeout is `(handoff-timeout - 5 s).max(1 s)` (a
+    /// survivor of cargo-mutants made the first `%`, which only timing shows).
+    #[test]
+    fn derived_timeouts_follow_akka() {
+        let s = |retry, handoff| Settings {
+            retry_interval_ms: retry,
+            handoff_timeout_ms: handoff,
+            ..Settings::default()
+        };
+        assert_eq!(
+            Settings::default().register_backoff_start(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            s(4_000, 0).register_backoff_start(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            s(400, 0).register_backoff_start(),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            s(0, 60_000).handoff_stop_timeout(),
+            Duration::from_millis(55_000)
+        );
+        assert_eq!(
+            s(0, 5_500).handoff_stop_timeout(),
+            Duration::from_millis(1_000)
+        );
+    }
 }
