@@ -128,6 +128,9 @@ fn equally_old_members_are_ordered_by_node() {
 #[test]
 fn proxy_sends_register_proxy() {
     let mut t = T::with(5, false, quiet(), ProtocolOptions::default());
+    // A proxy-only region hosts nothing (the harness announces its member as not hosting from
+    // this; a survivor of cargo-mutants answered `true`).
+    assert!(!t.r.hosting());
     let out = t.h(Input::MembersChanged(vec![
         member(1, 1, MemberStatus::Up, true),
         member(5, 2, MemberStatus::Up, false),
