@@ -1391,8 +1391,17 @@ impl Membership {
                     ..
                 } = d;
                 let reason = format!("sbr: {name}: {decision}");
-                // The SBR downs through `cluster.down`, i.e. ClusterDaemon `downing` for each.
-                for a in &downed {
+                // The SBR downs through `cluster.down`, i.e. ClusterDaemon `downing` for each,
+                // this node last (SplitBrainResolverBase `actOnDecision`: "down selfAddress
+                // last, since it may shutdown itself if down alone"): its farewell gossip then
+                // carries every member it downed. Downing itself first sent a farewell that
+                // showed only itself Down; the others it downed (and stopped by their STONITH
+                // gossip) stayed Up in the survivors' views, their stale unreachable records
+                // made the survivors look indirectly connected, and the survivors downed
+                // themselves (swarm-keep-majority seed 178786).
+                let (others, this): (Vec<NodeAddr>, Vec<NodeAddr>) =
+                    downed.iter().partition(|a| **a != self.me);
+                for a in others.iter().chain(this.iter()) {
                     self.set_status(*a, MemberStatus::Down, Some(reason.clone()));
                     self.gossip_after_down(*a, out);
                 }

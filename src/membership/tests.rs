@@ -39,6 +39,8 @@ struct Sim {
     link_count: BTreeMap<(usize, usize), u64>,
     views: Vec<Vec<Member>>,
     observed: Vec<(Instant, usize, MembershipEvent)>,
+    /// Every full gossip sent: (time, sender, target, state), delivered or not.
+    gossips: Vec<(Instant, usize, NodeAddr, Arc<GossipState>)>,
 }
 
 impl Sim {
@@ -58,6 +60,7 @@ impl Sim {
             link_count: BTreeMap::new(),
             views: vec![Vec::new(); n],
             observed: Vec::new(),
+            gossips: Vec::new(),
         }
     }
 
@@ -125,6 +128,9 @@ impl Sim {
     fn apply(&mut self, node: usize, o: MOutput) {
         match o {
             MOutput::Send { to: to_addr, msg } => {
+                if let MMsg::Gossip { gossip } = &msg {
+                    self.gossips.push((self.now, node, to_addr, gossip.clone()));
+                }
                 let to = to_addr.node.0 as usize;
                 if to >= self.nodes.len() || self.side[to] != self.side[node] {
                     return;
@@ -1163,4 +1169,35 @@ fn a_node_downing_itself_gossips_to_five_random_members() {
         .collect();
     assert_eq!(gossiped.len(), GOSSIPS_BEFORE_SHUTDOWN, "{gossiped:?}");
     assert!(!gossiped.contains(&addr(7)));
+}
+
+/// SplitBrainResolverBase `actOnDecision` downs this node last ("down selfAddress last, since
+/// it may shutdown itself if down alone"), so its farewell gossip (`gossipRandomN`) shows every
+/// member it downed. On a 2 | 3 split under keep-majority, node 0 downs node 1 (a gossip to
+/// it as the STONITH signal), then itself: every gossip that shows node 0 Down (the farewell)
+/// shows node 1 Down too. The model used to down itself
+/// first: its farewell showed node 1 Up, and when the split had just healed, the survivors kept
+/// the dead node 1 as Up with its stale unreachable records, looked indirectly connected and
+/// downed themselves (swarm-keep-majority seed 178786).
+#[test]
+fn a_side_downing_itself_gossips_every_member_it_downed() {
+    let s = split_2_3(SbrStrategy::KeepMajority);
+    let decided = s
+        .first_event(|n, e| n == 0 && matches!(e, MembershipEvent::DowningDecision { .. }))
+        .expect("node 0 decides");
+    let farewell: Vec<_> = s
+        .gossips
+        .iter()
+        .filter(|(t, n, _, g)| {
+            *t >= decided && *n == 0 && g.status(addr(0)) == Some(MemberStatus::Down)
+        })
+        .collect();
+    assert!(!farewell.is_empty(), "node 0 sends its farewell gossip");
+    for (t, _, to, g) in farewell {
+        assert_eq!(
+            g.status(addr(1)),
+            Some(MemberStatus::Down),
+            "farewell gossip at {t:?} to {to:?} shows node 1 not Down"
+        );
+    }
 }
