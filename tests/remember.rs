@@ -625,8 +625,10 @@ fn passivation_without_buffered_messages_forgets_the_entity() {
     assert_eq!(states(&t, 1), vec![]);
 }
 
-#[test]
-fn pre_fix_b30_the_buffer_stays_undelivered_until_a_later_message() {
+/// §12 B30 (akka#26957, before commit 1ef65091f6): passivateCompleted forgot the buffer: the
+/// stop of entity 4 is stored, nothing restarts it, its two messages wait in a stranded
+/// buffer.
+fn stranded_b30() -> T {
     let opts = ProtocolOptions {
         remember_passivation_forgets_buffer: true,
         ..ProtocolOptions::default()
@@ -634,9 +636,13 @@ fn pre_fix_b30_the_buffer_stays_undelivered_until_a_later_message() {
     let mut t = loaded(opts);
     passivated_with_buffer(&mut t);
     t.req(env(3, 4, 1));
-    // §12 B30 (akka#26957, before commit 1ef65091f6): passivateCompleted forgot the buffer:
-    // the stop is stored, nothing restarts the entity, the messages wait.
     assert_eq!(done(&mut t, 1, 0, 0), vec![O::Cancel(ret(1, 0))]);
+    t
+}
+
+#[test]
+fn pre_fix_b30_the_buffer_stays_undelivered_until_a_later_message() {
+    let mut t = stranded_b30();
     assert_eq!(states(&t, 1), vec![]);
     let slot = t.slot(1).unwrap();
     assert_eq!(slot.shard.buffered(), 2);
@@ -669,14 +675,7 @@ fn pre_fix_b30_the_buffer_stays_undelivered_until_a_later_message() {
 /// with it (a count that kept them would make later messages hit `buffer-size` early).
 #[test]
 fn pre_fix_b30_a_stranded_buffer_dies_with_a_restart_and_leaves_the_count_at_zero() {
-    let opts = ProtocolOptions {
-        remember_passivation_forgets_buffer: true,
-        ..ProtocolOptions::default()
-    };
-    let mut t = loaded(opts);
-    passivated_with_buffer(&mut t);
-    t.req(env(3, 4, 1));
-    assert_eq!(done(&mut t, 1, 0, 0), vec![O::Cancel(ret(1, 0))]);
+    let mut t = stranded_b30();
     // A message for 7 starts a write; it times out and the Shard restarts.
     t.req(env(1, 7, 1));
     assert_eq!(t.slot(1).unwrap().shard.buffered(), 3);

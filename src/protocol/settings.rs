@@ -508,25 +508,21 @@ mod behaviour_tests {
             handoff_timeout_ms: handoff,
             ..Settings::default()
         };
-        assert_eq!(
-            Settings::default().register_backoff_start(),
-            Duration::from_millis(250)
-        );
-        assert_eq!(
-            s(4_000, 0).register_backoff_start(),
-            Duration::from_millis(500)
-        );
-        assert_eq!(
-            s(400, 0).register_backoff_start(),
-            Duration::from_millis(100)
-        );
-        assert_eq!(
-            s(0, 60_000).handoff_stop_timeout(),
-            Duration::from_millis(55_000)
-        );
-        assert_eq!(
-            s(0, 5_500).handoff_stop_timeout(),
-            Duration::from_millis(1_000)
-        );
+        let ms = Duration::from_millis;
+        let backoff = [(2_000, 250), (4_000, 500), (400, 100)];
+        for (retry, want) in backoff {
+            assert_eq!(
+                s(retry, 0).register_backoff_start(),
+                ms(want),
+                "retry {retry}"
+            );
+        }
+        for (handoff, want) in [(60_000, 55_000), (5_500, 1_000)] {
+            assert_eq!(
+                s(0, handoff).handoff_stop_timeout(),
+                ms(want),
+                "handoff {handoff}"
+            );
+        }
     }
 }
