@@ -151,6 +151,17 @@ pub struct Case {
 /// One raw episode: kind index, two raw node numbers, length, gap before it.
 type RawEpisode = (usize, u32, u32, u64, u64);
 
+/// The seed of every proptest generator in `cargo test`: `PROPTEST_RNG_SEED` if set, else 0,
+/// never a random one, so that each run checks the same cases on every machine and a failure
+/// replays (proptest's default seed is random).
+pub fn proptest_seed() -> proptest::test_runner::RngSeed {
+    use proptest::test_runner::{Config, RngSeed};
+    match Config::default().rng_seed {
+        RngSeed::Random => RngSeed::Fixed(0),
+        s => s,
+    }
+}
+
 /// Faults from raw episodes on `n` nodes, from `start` ms; returns the plan and when the last
 /// episode has settled.
 pub fn place(

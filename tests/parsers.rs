@@ -10,7 +10,7 @@
 //! `SHARDSIM_PARSER_CASES=250000 cargo test --release --test parsers`.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestRunner};
+use proptest::test_runner::{Config, TestRunner};
 use shardsim::campaign::{self, Summary};
 use shardsim::scenario::Scenario;
 use shardsim::trace::TraceMode;
@@ -224,18 +224,9 @@ fn runner() -> TestRunner {
         // Inputs are generated from the committed files; nothing to persist in the tree.
         failure_persistence: None,
         // A fixed seed (PROPTEST_RNG_SEED=N picks another): the same inputs on every run.
-        rng_seed: fixed_seed(),
+        rng_seed: shardsim::gen::proptest_seed(),
         ..Config::default()
     })
-}
-
-/// The generator's seed: `PROPTEST_RNG_SEED` if set, else 0, never a random one, so that
-/// `cargo test` checks the same inputs on every machine.
-fn fixed_seed() -> RngSeed {
-    match Config::default().rng_seed {
-        RngSeed::Random => RngSeed::Fixed(0),
-        s => s,
-    }
 }
 
 /// What one reader's errors pointed at: (accepted, line and field, line only, field only).

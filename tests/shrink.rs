@@ -6,9 +6,7 @@ mod common;
 use common::*;
 
 use proptest::prelude::*;
-use proptest::test_runner::{
-    Config, FileFailurePersistence, RngAlgorithm, RngSeed, TestRng, TestRunner,
-};
+use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 use shardsim::gen::{self, Case, GenConfig};
 use shardsim::scenario::{Outcome, Scenario};
 use shardsim::shrink::{self, run_failure, ShrinkOptions};
@@ -46,10 +44,7 @@ proptest! {
             "proptest-regressions/shrink.txt",
         ))),
         // A fixed seed unless PROPTEST_RNG_SEED names one: the same cases on every run.
-        rng_seed: match Config::default().rng_seed {
-            RngSeed::Random => RngSeed::Fixed(0),
-            s => s,
-        },
+        rng_seed: gen::proptest_seed(),
         ..Config::default()
     })]
 
