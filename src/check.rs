@@ -759,10 +759,6 @@ pub fn parse_trace_line(
 /// Re-check a whole JSON Lines trace from its text alone. Returns the first violation.
 pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
     let mut c = Checker::new();
-    // The last seq each (sender, entity) pair sent: the workload numbers each pair's messages
-    // 1, 2, 3, ... in order, and message conservation walks those seqs, so a file's sends
-    // must follow that numbering.
-    let mut sent: std::collections::BTreeMap<(SenderId, EntityId), u64> = Default::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -776,8 +772,11 @@ pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
                     ..
                 } = &ev
                 {
-                    let last = sent.entry((*sender, *entity)).or_default();
-                    if *seq != *last + 1 {
+                    // The workload numbers each pair's messages 1, 2, 3, ... in order, and
+                    // message conservation walks those seqs, so a file's sends must follow
+                    // that numbering.
+                    let last = c.safety.sent_max(*sender, *entity);
+                    if *seq != last + 1 {
                         return Err(TraceFileError {
                             line: i + 1,
                             field: Some("seq".into()),
@@ -786,7 +785,6 @@ pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
                             ),
                         });
                     }
-                    *last = *seq;
                 }
                 if let Some(v) = c.on_event(t, &ev) {
                     return Ok(Some(v));

@@ -298,6 +298,18 @@ impl Safety {
         None
     }
 
+    /// The highest seq of (sender, entity) sent so far (0: none).
+    pub(super) fn sent_max(&self, sender: SenderId, entity: EntityId) -> u64 {
+        let (s, e) = (sender.0 as usize, entity.0 as usize);
+        match self.dense.get(s).and_then(|row| row.get(e)) {
+            Some(p) => p.sent_max,
+            None => self
+                .pairs
+                .get(pair_key(sender.0, entity.0))
+                .map_or(0, |p| p.sent_max),
+        }
+    }
+
     /// Whether `seq` of (sender, entity) was delivered (message conservation).
     pub(super) fn was_delivered(&self, sender: SenderId, entity: EntityId, seq: u64) -> bool {
         let (s, e) = (sender.0 as usize, entity.0 as usize);
