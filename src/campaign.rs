@@ -663,15 +663,26 @@ impl RateCheck {
     /// One line for a person: rate, schedules, interval and band.
     pub fn describe(&self) -> String {
         format!(
-            "rate {:.3} ({} of {} schedules; 99.9 % interval [{:.3}, {:.3}]) against the declared band [{}, {}]",
-            self.rate(),
+            "rate {} ({} of {} schedules; 99.9 % interval [{}, {}]) against the declared band [{}, {}]",
+            rate_text(self.rate()),
             self.found,
             self.schedules,
-            self.interval.0,
-            self.interval.1,
+            rate_text(self.interval.0),
+            rate_text(self.interval.1),
             self.band.0,
             self.band.1
         )
+    }
+}
+
+/// A rate for a person: three decimals from 0.01 up, and two significant digits below, so that
+/// 3 in 50,000 reads `6.0e-5` rather than `0.000` (a million-schedule campaign's hazards are
+/// that rare).
+pub fn rate_text(x: f64) -> String {
+    if x == 0.0 || x >= 0.01 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.1e}")
     }
 }
 
@@ -1148,6 +1159,14 @@ mod tests {
             "{d}"
         );
         assert!(d.ends_with("against the declared band [0.08, 0.25]"), "{d}");
+        // A million-schedule campaign's rare hazard stays visible.
+        let rare = rate_check(3, 50_000, (0.0, 0.005)).describe();
+        assert!(
+            rare.starts_with("rate 6.0e-5 (3 of 50000 schedules; 99.9 % interval [1."),
+            "{rare}"
+        );
+        assert_eq!(rate_text(0.0), "0.000");
+        assert_eq!(rate_text(0.25), "0.250");
     }
 
     #[test]
