@@ -7,6 +7,7 @@ use super::vclock::{VcOrder, VectorClock};
 use super::NodeAddr;
 use crate::protocol::{Member, MemberStatus};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// One member in the gossip state.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -47,16 +48,6 @@ pub struct GossipState {
     pub version: VectorClock,
 }
 
-/// The outcome of [`GossipState::merge`].
-pub(super) struct Merged {
-    /// The kept state, its seen set included (with `me`).
-    pub(super) state: GossipState,
-    /// How the incoming version relates to the receiver's.
-    pub(super) order: VcOrder,
-    /// Whether the kept contents are the receiver's (Same or an older incoming version).
-    pub(super) same_mine: bool,
-}
-
 impl GossipState {
     /// Merge the contents (members and reachability); a join-semilattice, so commutative,
     /// associative and idempotent. The seen set is left alone (see [`Self::merge`]).
@@ -86,35 +77,28 @@ impl GossipState {
         self.prune();
     }
 
-    /// This state as `me` keeps it after receiving `incoming` (ClusterDaemon `receiveGossip`):
-    /// by the versions, Same unites the seen sets (`mergeSeen`), an older incoming one is
-    /// ignored, a newer one is taken whole, and concurrent ones are merged (`Gossip.merge`:
-    /// contents merged, versions merged, seen by nobody); then `me` has seen the result
-    /// (`winningGossip.seen(selfUniqueAddress)`).
-    pub(super) fn merge(&self, incoming: &GossipState, me: NodeAddr) -> Merged {
+    /// This state becomes what `me` keeps after receiving `incoming` (ClusterDaemon
+    /// `receiveGossip`): by the versions, Same unites the seen sets (`mergeSeen`), an older
+    /// incoming one is ignored, a newer one is taken whole, and concurrent ones are merged
+    /// (`Gossip.merge`: contents merged, versions merged, seen by nobody); then `me` has seen
+    /// the result (`winningGossip.seen(selfUniqueAddress)`). In place: only a newer incoming
+    /// state replaces this one (moved out of its `Arc` when this was its last holder), so a
+    /// receipt no longer clones the kept state and drops the old one. Returns how the incoming
+    /// version relates to this one.
+    pub(super) fn merge_from(&mut self, incoming: Arc<GossipState>, me: NodeAddr) -> VcOrder {
         let order = incoming.version.compare(&self.version);
-        let mut state = match order {
-            VcOrder::Same => {
-                let mut s = self.clone();
-                s.seen.extend(incoming.seen.iter().copied());
-                s
-            }
-            VcOrder::Before => self.clone(),
-            VcOrder::After => incoming.clone(),
+        match order {
+            VcOrder::Same => self.seen.extend(incoming.seen.iter().copied()),
+            VcOrder::Before => {}
+            VcOrder::After => *self = Arc::unwrap_or_clone(incoming),
             VcOrder::Concurrent => {
-                let mut s = self.clone();
-                s.merge_content(incoming);
-                s.version.merge(&incoming.version);
-                s.seen.clear();
-                s
+                self.merge_content(&incoming);
+                self.version.merge(&incoming.version);
+                self.seen.clear();
             }
-        };
-        state.seen.insert(me);
-        Merged {
-            state,
-            order,
-            same_mine: matches!(order, VcOrder::Same | VcOrder::Before),
         }
+        self.seen.insert(me);
+        order
     }
 
     /// A digest of the seen set (Akka's `GossipOverview.seenDigest`, a SHA-1 of the sorted

@@ -986,19 +986,16 @@ impl Membership {
             out.push(MOutput::CancelTimer(MTimer::JoinRetry));
         }
         // Compare the versions and keep, take or merge (gossip.rs), then `seen(self)`.
-        let gossip::Merged {
-            state,
-            order,
-            same_mine,
-        } = self.gossip.merge(&incoming, self.me);
-        self.gossip = state;
-        if !same_mine {
+        let sender_saw_me = incoming.seen.contains(&self.me);
+        let order = self.gossip.merge_from(incoming, self.me);
+        // The content changed unless it was ours (Same, or an older incoming version).
+        if !matches!(order, Vc::Same | Vc::Before) {
             self.rev += 1;
         }
         // `talkback`: Same or newer when the sender has not seen that we have seen it; older
         // or concurrent always (the sender lacks something we have).
         let talkback = match order {
-            Vc::Same | Vc::After => !incoming.seen.contains(&self.me),
+            Vc::Same | Vc::After => !sender_saw_me,
             Vc::Before | Vc::Concurrent => true,
         };
         if talkback {
