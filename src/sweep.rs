@@ -76,6 +76,11 @@ pub fn fingerprint(sc: &Arc<Scenario>) -> String {
 }
 
 impl Entry {
+    /// Whether it is a whole result of `plan` (not a stopped file's partial one, [`resume`]).
+    pub fn is_done(&self, plan: &Plan) -> bool {
+        self.summary.schedules >= planned(plan, self.slow)
+    }
+
     /// Each outcome's count, by label: `clean`, then every failing label (the invariant, with
     /// `known:` and the hazard's name for a known hazard, `UNEXPECTED:` for a failure the file
     /// neither expects nor declares).
@@ -120,15 +125,10 @@ pub fn reuse(
 ) -> Option<Entry> {
     let text = std::fs::read_to_string(entry_path(dir, file)).ok()?;
     let e: Entry = serde_json::from_str(&text).ok()?;
-    let want = if e.slow {
-        plan.slow_schedules
-    } else {
-        plan.schedules
-    };
     let same = e.summary.scenario == sc.name
         && e.summary.behaviour == sc.options.behaviour()
         && e.summary.seed_start == 0
-        && e.summary.schedules == want
+        && e.summary.schedules == planned(plan, e.slow)
         && e.fingerprint == fingerprint;
     if !same {
         return None;
@@ -139,8 +139,49 @@ pub fn reuse(
     Some(e)
 }
 
+/// Parts a file's campaign runs in: after each, the seeds done so far are kept in the file's
+/// partial result ([`partial_path`]), so a sweep stopped in the middle of a long file (a
+/// killed process, the end of a session) resumes from its last part instead of seed 0. The
+/// parts' summaries merge into exactly the whole campaign's ([`campaign::merge`]).
+pub const PARTS: u64 = 20;
+
+/// Where a file's partial result is kept while its campaign runs (removed when it is done).
+pub fn partial_path(dir: &Path, file: &str) -> PathBuf {
+    entry_path(dir, file).with_extension("partial.json")
+}
+
+/// The seeds `plan` gives a file judged `slow`.
+pub fn planned(plan: &Plan, slow: bool) -> u64 {
+    if slow {
+        plan.slow_schedules
+    } else {
+        plan.schedules
+    }
+}
+
+/// A stopped file's partial result, if it belongs to the same campaign: same scenario name,
+/// behaviour and [`fingerprint`], seeds from 0, fewer than the plan gives it.
+pub fn resume(
+    dir: &Path,
+    file: &str,
+    sc: &Scenario,
+    plan: &Plan,
+    fingerprint: &str,
+) -> Option<Entry> {
+    let text = std::fs::read_to_string(partial_path(dir, file)).ok()?;
+    let e: Entry = serde_json::from_str(&text).ok()?;
+    let same = e.summary.scenario == sc.name
+        && e.summary.behaviour == sc.options.behaviour()
+        && e.summary.seed_start == 0
+        && e.summary.schedules < planned(plan, e.slow)
+        && e.fingerprint == fingerprint;
+    same.then_some(e)
+}
+
 /// Run one file by the plan and keep the result (the caller asked [`reuse`] first, with the
-/// file's [`fingerprint`] `print`).
+/// file's [`fingerprint`] `print`). The campaign runs in [`PARTS`] parts, each kept as it
+/// finishes, and starts from a kept partial result of the same campaign ([`resume`]) when
+/// there is one. `progress` gets the seeds done, counted from 0.
 pub fn sweep_file(
     path: &Path,
     sc: &Scenario,
@@ -150,38 +191,70 @@ pub fn sweep_file(
 ) -> Result<Entry, String> {
     let sc = Arc::new(sc.clone());
     let file = path.to_string_lossy().into_owned();
-    let probe = PROBE.min(plan.schedules);
-    let probed = campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
-    let probe_events = probed.totals.events / probe.max(1);
-    let slow = probe_events > plan.slow_after_events && plan.slow_schedules < plan.schedules;
-    let n = if slow {
-        plan.slow_schedules
-    } else {
-        plan.schedules
+    let mut e = match resume(&plan.summaries, &file, &sc, plan, &print) {
+        Some(e) => e,
+        None => {
+            let probe = PROBE.min(plan.schedules);
+            let probed = campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
+            let probe_events = probed.totals.events / probe.max(1);
+            let slow =
+                probe_events > plan.slow_after_events && plan.slow_schedules < plan.schedules;
+            Entry {
+                file: file.clone(),
+                slow,
+                probe_events,
+                secs: 0.0,
+                jobs: plan.jobs,
+                verdict: Err("in progress".into()),
+                fingerprint: print,
+                summary: Summary {
+                    scenario: sc.name.clone(),
+                    behaviour: sc.options.behaviour(),
+                    ..Summary::default()
+                },
+            }
+        }
     };
-    let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
-    let summary = campaign::fuzz(&sc, 0, n, plan.jobs, progress);
-    let secs = clock.elapsed().as_secs_f64();
-    let verdict = campaign::judge(&sc, &summary, n, false);
-    let e = Entry {
-        file: file.clone(),
-        slow,
-        probe_events,
-        secs,
-        jobs: plan.jobs,
-        verdict,
-        fingerprint: print,
-        summary,
-    };
-    let json = serde_json::to_vec_pretty(&e).map_err(|x| x.to_string())?;
+    let n = planned(plan, e.slow);
+    let part = n.div_ceil(PARTS).max(1);
     std::fs::create_dir_all(&plan.summaries)
         .map_err(|x| format!("{}: {x}", plan.summaries.display()))?;
-    let out = entry_path(&plan.summaries, &file);
-    write_atomic(&out, &json).map_err(|x| format!("{}: {x}", out.display()))?;
+    let keep = |e: &Entry, out: &Path| -> Result<(), String> {
+        let json = serde_json::to_vec_pretty(e).map_err(|x| x.to_string())?;
+        write_atomic(out, &json).map_err(|x| format!("{}: {x}", out.display()))
+    };
+    let partial = partial_path(&plan.summaries, &file);
+    while e.summary.schedules < n {
+        let start = e.summary.schedules;
+        let len = part.min(n - start);
+        let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
+        let done = campaign::fuzz(&sc, start, len, plan.jobs, &|d| progress(start + d));
+        e.secs += clock.elapsed().as_secs_f64();
+        e.summary = if start == 0 {
+            done
+        } else {
+            campaign::merge(&[
+                (partial.clone(), e.summary.clone()),
+                (partial.clone(), done),
+            ])
+            .map_err(|x| x.to_string())?
+        };
+        e.jobs = plan.jobs;
+        if e.summary.schedules < n {
+            e.verdict = Err(format!("in progress: {} of {n} seeds", e.summary.schedules));
+            keep(&e, &partial)?;
+        }
+    }
+    e.verdict = campaign::judge(&sc, &e.summary, n, false);
+    keep(&e, &entry_path(&plan.summaries, &file))?;
+    // The whole result is kept: the partial one is no longer needed (a leftover would only
+    // be ignored, as its seed count is the plan's).
+    let _ = std::fs::remove_file(&partial);
     Ok(e)
 }
 
-/// The report: one row per file (`None`: not run yet), then the plan and the totals.
+/// The report: one row per file (`None`: not run yet; a partial result: in progress), then
+/// the plan and the totals.
 pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Every scenario file at campaign scale\n");
@@ -206,6 +279,18 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
             let _ = writeln!(s, "| `{}` | | | | not run yet | | |", path.display());
             continue;
         };
+        if !e.is_done(plan) {
+            let _ = writeln!(
+                s,
+                "| `{}` | | | {} of {} | in progress (resumes from seed {}) | | {:.0} s so far |",
+                path.display(),
+                e.summary.schedules,
+                planned(plan, e.slow),
+                e.summary.schedules,
+                e.secs
+            );
+            continue;
+        }
         done += 1;
         seeds += e.summary.schedules;
         let mut declared = sc.expect.outcome.to_string();

@@ -772,3 +772,102 @@ fn sweep_judges_every_file_and_resumes() {
     let (code, _, err) = shardsim(&["sweep", "--schedules", "0"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A sweep stopped in the middle of a file resumes from its last kept part, not from seed 0,
+/// and the resumed result equals the uninterrupted one (the parts' summaries merge exactly).
+/// `--report-only` lists the stopped file as in progress.
+#[test]
+fn sweep_resumes_a_stopped_file_from_its_last_part() {
+    let d = tmp("sweep-resume");
+    let files = d.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let fast = std::fs::read_to_string(root().join(FAST)).unwrap();
+    std::fs::write(files.join("reorder.toml"), &fast).unwrap();
+    let args = |kept: &Path, schedules: &str, extra: &[&str]| {
+        let mut a = vec![
+            "sweep".to_string(),
+            files.display().to_string(),
+            "--schedules".into(),
+            schedules.into(),
+            "--jobs".into(),
+            "2".into(),
+            "--summaries".into(),
+            kept.display().to_string(),
+            "--out".into(),
+            d.join("report.md").display().to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |a: Vec<String>| shardsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let entry = |kept: &Path| -> shardsim::sweep::Entry {
+        let text = std::fs::read_to_string(kept.join(format!(
+            "{}_reorder.json",
+            files.display().to_string().replace('/', "_")
+        )))
+        .unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    // The whole campaign, uninterrupted.
+    let whole = d.join("whole");
+    let (code, stdout, err) = run(args(&whole, "40", &[]));
+    assert_eq!(code, 0, "{stdout}{err}");
+    // A stopped one: its first 20 seeds kept as the partial result of a 40-seed plan.
+    let first = d.join("first");
+    let (code, _, _) = run(args(&first, "20", &[]));
+    assert_eq!(code, 0);
+    let stopped = d.join("stopped");
+    std::fs::create_dir_all(&stopped).unwrap();
+    let name = std::fs::read_dir(&first)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    let partial = stopped.join(
+        Path::new(&name)
+            .with_extension("partial.json")
+            .file_name()
+            .unwrap(),
+    );
+    std::fs::copy(first.join(&name), &partial).unwrap();
+    let (code, stdout, _) = run(args(&stopped, "40", &["--report-only"]));
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("0 of 1 files run with this plan and model"),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    assert!(
+        report.contains("| 20 of 40 | in progress (resumes from seed 20)"),
+        "{report}"
+    );
+    let (code, stdout, err) = run(args(&stopped, "40", &[]));
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(stdout.contains("resuming from seed 20 of 40"), "{stdout}");
+    assert!(
+        stdout.contains("reorder.toml: 40 seeds, matches"),
+        "{stdout}"
+    );
+    assert!(!partial.exists(), "the partial result is removed when done");
+    let (a, b) = (entry(&whole), entry(&stopped));
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(a.verdict, b.verdict);
+    // (The probe, min(100, seeds) seeds, is the partial run's: 20 seeds here.)
+    assert_eq!((a.fingerprint, a.slow), (b.fingerprint, b.slow));
+    // A partial result of another model is not resumed: the file runs from seed 0.
+    let other = d.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let text = std::fs::read_to_string(first.join(&name)).unwrap();
+    let print = text.split("\"fingerprint\": \"").nth(1).unwrap();
+    let print = &print[..print.find('"').unwrap()];
+    std::fs::write(
+        other.join(partial.file_name().unwrap()),
+        text.replace(print, "0 0 0"),
+    )
+    .unwrap();
+    let (code, stdout, _) = run(args(&other, "40", &[]));
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("resuming"), "{stdout}");
+    assert_eq!(entry(&other).summary, a.summary);
+}

@@ -1073,8 +1073,9 @@ fn cmd_sweep(
         .zip(&scenarios)
         .zip(&prints)
         .map(|((f, sc), print)| {
-            let kept =
-                shardsim::sweep::reuse(&plan.summaries, &f.to_string_lossy(), sc, plan, print);
+            let file = f.to_string_lossy();
+            let kept = shardsim::sweep::reuse(&plan.summaries, &file, sc, plan, print)
+                .or_else(|| shardsim::sweep::resume(&plan.summaries, &file, sc, plan, print));
             (f.clone(), kept.map(|e| (sc.clone(), e)))
         })
         .collect();
@@ -1083,6 +1084,7 @@ fn cmd_sweep(
         let kept: Vec<&shardsim::sweep::Entry> = rows
             .iter()
             .filter_map(|(_, r)| r.as_ref().map(|(_, e)| e))
+            .filter(|e| e.is_done(plan))
             .collect();
         mismatched = kept.iter().filter(|e| e.verdict.is_err()).count();
         if let Err(e) = write_atomic(out, shardsim::sweep::report(&rows, plan).as_bytes()) {
@@ -1105,6 +1107,17 @@ fn cmd_sweep(
     }
     for i in 0..rows.len() {
         let (f, kept) = &rows[i];
+        let kept = kept.as_ref().filter(|(_, e)| e.is_done(plan));
+        if let Some((_, e)) = rows[i].1.as_ref().filter(|(_, e)| !e.is_done(plan)) {
+            println!(
+                "[{}/{}] {}: resuming from seed {} of {}",
+                i + 1,
+                rows.len(),
+                f.display(),
+                e.summary.schedules,
+                shardsim::sweep::planned(plan, e.slow)
+            );
+        }
         let e = match kept {
             Some((_, e)) => e.clone(),
             None => match shardsim::sweep::sweep_file(
