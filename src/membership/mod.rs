@@ -445,6 +445,8 @@ pub struct Membership {
     /// The `rev` whose derived state (statuses, member list, monitoring, reachability
     /// bookkeeping, leader) `post` last brought up to date.
     post_rev: Option<u64>,
+    /// The `rev` whose unreachable and live sets `track_unreachable` last recorded.
+    tracked_rev: Option<u64>,
     /// Exiting members that confirmed their exiting tasks are done (Akka's leader-local
     /// `exitingConfirmed`): only those, or unreachable ones, are removed.
     exiting_confirmed: BTreeSet<NodeAddr>,
@@ -487,6 +489,7 @@ impl Membership {
             old_receivers_unreachable: BTreeSet::new(),
             rev: 0,
             post_rev: None,
+            tracked_rev: None,
             exiting_confirmed: BTreeSet::new(),
             exiting_announced: false,
             reach_version: 0,
@@ -1216,6 +1219,12 @@ impl Membership {
     }
 
     fn track_unreachable(&mut self, now: Instant) {
+        // A function of the content (and of `now` for first sightings only): nothing to do
+        // while the content is the one last tracked.
+        if self.tracked_rev == Some(self.rev) {
+            return;
+        }
+        self.tracked_rev = Some(self.rev);
         let unreachable = self.gossip.unreachable_live();
         self.unreachable_since
             .retain(|a, _| unreachable.contains(a));
@@ -1240,21 +1249,32 @@ impl Membership {
         {
             return;
         }
-        // Akka: a newer incarnation of a node makes the older one Down.
-        let addrs: Vec<NodeAddr> = self.gossip.members.keys().copied().collect();
-        for a in &addrs {
-            let newer = addrs.iter().any(|b| {
-                b.node == a.node
-                    && b.inc > a.inc
-                    && self.gossip.status(*b) != Some(MemberStatus::Removed)
-            });
-            if newer && matches!(self.gossip.status(*a), Some(s) if s < MemberStatus::Down) {
-                self.set_status(
-                    *a,
-                    MemberStatus::Down,
-                    Some("downed: replaced by a new incarnation".into()),
-                );
+        // Akka: a newer incarnation of a node makes the older one Down. The members are in
+        // (node, incarnation) order, so a node's incarnations are adjacent, oldest first: a
+        // backward walk knows whether a newer one of the same node is not Removed. (Downing
+        // one changes no other member's status, nor whether any is Removed, so downing them
+        // in address order afterwards is the same as downing each as it is found.)
+        let mut replaced = Vec::new();
+        let mut group = None;
+        let mut newer_not_removed = false;
+        for (a, m) in self.gossip.members.iter().rev() {
+            if group != Some(a.node) {
+                group = Some(a.node);
+                newer_not_removed = false;
             }
+            if newer_not_removed && m.status < MemberStatus::Down {
+                replaced.push(*a);
+            }
+            if m.status != MemberStatus::Removed {
+                newer_not_removed = true;
+            }
+        }
+        for a in replaced.into_iter().rev() {
+            self.set_status(
+                a,
+                MemberStatus::Down,
+                Some("downed: replaced by a new incarnation".into()),
+            );
         }
         // Akka: leader actions (Joining→Up, Leaving→Exiting, Exiting/Down→Removed) only
         // under convergence.
