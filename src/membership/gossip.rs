@@ -77,27 +77,39 @@ impl GossipState {
         self.prune();
     }
 
-    /// This state becomes what `me` keeps after receiving `incoming` (ClusterDaemon
+    /// `kept` becomes what `me` keeps after receiving `incoming` (ClusterDaemon
     /// `receiveGossip`): by the versions, Same unites the seen sets (`mergeSeen`), an older
     /// incoming one is ignored, a newer one is taken whole, and concurrent ones are merged
     /// (`Gossip.merge`: contents merged, versions merged, seen by nobody); then `me` has seen
-    /// the result (`winningGossip.seen(selfUniqueAddress)`). In place: only a newer incoming
-    /// state replaces this one (moved out of its `Arc` when this was its last holder), so a
-    /// receipt no longer clones the kept state and drops the old one. Returns how the incoming
-    /// version relates to this one.
-    pub(super) fn merge_from(&mut self, incoming: Arc<GossipState>, me: NodeAddr) -> VcOrder {
-        let order = incoming.version.compare(&self.version);
+    /// the result (`winningGossip.seen(selfUniqueAddress)`). Copy-on-write: a newer incoming
+    /// state is shared, not copied, and a shared state is copied only when the seen set or the
+    /// content really changes. Returns how the incoming version relates to the kept one.
+    pub(super) fn merge_from(
+        kept: &mut Arc<GossipState>,
+        incoming: Arc<GossipState>,
+        me: NodeAddr,
+    ) -> VcOrder {
+        let order = incoming.version.compare(&kept.version);
         match order {
-            VcOrder::Same => self.seen.extend(incoming.seen.iter().copied()),
+            VcOrder::Same => {
+                if !incoming.seen.is_subset(&kept.seen) {
+                    Arc::make_mut(kept)
+                        .seen
+                        .extend(incoming.seen.iter().copied());
+                }
+            }
             VcOrder::Before => {}
-            VcOrder::After => *self = Arc::unwrap_or_clone(incoming),
+            VcOrder::After => *kept = incoming,
             VcOrder::Concurrent => {
-                self.merge_content(&incoming);
-                self.version.merge(&incoming.version);
-                self.seen.clear();
+                let k = Arc::make_mut(kept);
+                k.merge_content(&incoming);
+                k.version.merge(&incoming.version);
+                k.seen.clear();
             }
         }
-        self.seen.insert(me);
+        if !kept.seen.contains(&me) {
+            Arc::make_mut(kept).seen.insert(me);
+        }
         order
     }
 

@@ -429,7 +429,9 @@ pub struct Membership {
     joined: bool,
     stopped: bool,
     seeds: Vec<NodeAddr>,
-    gossip: GossipState,
+    /// The kept state, shared copy-on-write with the gossip messages that carry it: a send
+    /// shares it, and a change after a send copies it only while a copy is still held.
+    gossip: Arc<GossipState>,
     /// Gossip target choice (Akka's `ThreadLocalRandom` in `GossipTargetSelector`).
     rng: Rng,
     /// Speed-up gossip rounds left in this gossip interval (Akka schedules two, at 1/3 and
@@ -482,7 +484,7 @@ impl Membership {
             joined: false,
             stopped: false,
             seeds: Vec::new(),
-            gossip: GossipState::default(),
+            gossip: Arc::default(),
             rng,
             speedup_left: 0,
             receivers: BTreeSet::new(),
@@ -589,26 +591,29 @@ impl Membership {
     /// `gossip :+ vclockNode`, then `onlySeen(selfUniqueAddress)`): only this node has seen it.
     fn touch(&mut self) {
         self.rev += 1;
-        self.gossip.version.bump(self.me);
-        self.gossip.seen.clear();
-        self.gossip.seen.insert(self.me);
+        let g = Arc::make_mut(&mut self.gossip);
+        g.version.bump(self.me);
+        g.seen.clear();
+        g.seen.insert(self.me);
     }
 
     /// Move member `a` forward to `status`. Idempotent: a status it already has (or passed)
     /// changes nothing, so the seen set is kept and convergence is not disturbed (Akka's
     /// `joining` downs an old incarnation only `if (m.status != Down)`, ClusterDaemon.scala).
     fn set_status(&mut self, a: NodeAddr, status: MemberStatus, reason: Option<String>) {
-        let Some(m) = self.gossip.members.get_mut(&a) else {
-            return;
-        };
-        if status <= m.status {
+        // Checked on the shared state first: an idempotent call copies nothing.
+        if self.gossip.status(a).is_none_or(|st| status <= st) {
             return;
         }
+        let g = Arc::make_mut(&mut self.gossip);
+        let Some(m) = g.members.get_mut(&a) else {
+            return;
+        };
         m.status = status;
         if status == MemberStatus::Down && m.down_reason.is_none() {
             m.down_reason = reason;
         }
-        self.gossip.prune();
+        g.prune();
         self.touch();
     }
 
@@ -637,7 +642,7 @@ impl Membership {
                     // `NumberOfGossipsBeforeShutdownWhenLeaderExits` random members, then
                     // `ExitingConfirmed` to the other members (Akka sends it to the leader
                     // and the other members that may become leader).
-                    self.gossip.seen.insert(self.me);
+                    Arc::make_mut(&mut self.gossip).seen.insert(self.me);
                     self.gossip_random_n(GOSSIPS_BEFORE_SHUTDOWN, out);
                     for a in self.gossip.members.keys() {
                         if *a != self.me && self.gossip.is_live(*a) {
@@ -682,7 +687,7 @@ impl Membership {
         self.seeds = seeds.into_iter().filter(|s| *s != self.me).collect();
         if self.seeds.is_empty() {
             // Akka: the first seed joins itself and forms a new cluster.
-            self.gossip.members.insert(
+            Arc::make_mut(&mut self.gossip).members.insert(
                 self.me,
                 GossipMember {
                     up_number: 0,
@@ -845,7 +850,7 @@ impl Membership {
 
     fn record_reachability(&mut self, s: NodeAddr, unreachable: bool, out: &mut Vec<MOutput>) {
         self.reach_version += 1;
-        self.gossip.reachability.insert(
+        Arc::make_mut(&mut self.gossip).reachability.insert(
             (self.me, s),
             ReachRecord {
                 version: self.reach_version,
@@ -926,7 +931,7 @@ impl Membership {
                 out.push(MOutput::Send {
                     to: from,
                     msg: MMsg::Welcome {
-                        gossip: Arc::new(self.gossip.clone()),
+                        gossip: Arc::clone(&self.gossip),
                     },
                 });
             }
@@ -953,7 +958,7 @@ impl Membership {
             }
             return;
         }
-        self.gossip.members.insert(
+        Arc::make_mut(&mut self.gossip).members.insert(
             from,
             GossipMember {
                 up_number: 0,
@@ -967,7 +972,7 @@ impl Membership {
         out.push(MOutput::Send {
             to: from,
             msg: MMsg::Welcome {
-                gossip: Arc::new(self.gossip.clone()),
+                gossip: Arc::clone(&self.gossip),
             },
         });
     }
@@ -990,7 +995,7 @@ impl Membership {
         }
         // Compare the versions and keep, take or merge (gossip.rs), then `seen(self)`.
         let sender_saw_me = incoming.seen.contains(&self.me);
-        let order = self.gossip.merge_from(incoming, self.me);
+        let order = GossipState::merge_from(&mut self.gossip, incoming, self.me);
         // The content changed unless it was ours (Same, or an older incoming version).
         if !matches!(order, Vc::Same | Vc::Before) {
             self.rev += 1;
@@ -1060,7 +1065,7 @@ impl Membership {
             out.push(MOutput::Send {
                 to: a,
                 msg: MMsg::Gossip {
-                    gossip: Arc::new(self.gossip.clone()),
+                    gossip: Arc::clone(&self.gossip),
                 },
             });
         }
@@ -1329,7 +1334,7 @@ impl Membership {
             if to == MemberStatus::Up {
                 // Akka: upNumber = highest assigned so far + 1 (oldest is lowest).
                 next_up = next_up.saturating_add(1);
-                if let Some(m) = self.gossip.members.get_mut(&a) {
+                if let Some(m) = Arc::make_mut(&mut self.gossip).members.get_mut(&a) {
                     m.up_number = next_up;
                 }
             }
