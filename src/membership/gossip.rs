@@ -33,19 +33,41 @@ pub struct ReachRecord {
     pub unreachable: bool,
 }
 
-/// The replicated membership state (Akka's `Gossip`). Removed members stay as tombstones so a
-/// merge never resurrects them.
+/// The content of the replicated membership state: members, reachability and version. Shared
+/// copy-on-write between the states that hold it ([`GossipState`]), so adopting a received
+/// state and then marking it seen copies the seen set only.
 #[derive(Clone, Debug, Default, Eq, PartialEq)]
-pub struct GossipState {
+pub struct GossipContent {
     /// Every member ever known, Removed ones included.
     pub members: BTreeMap<NodeAddr, GossipMember>,
     /// (observer, subject) → observation.
     pub reachability: BTreeMap<(NodeAddr, NodeAddr), ReachRecord>,
-    /// The members that have seen exactly this version (Akka's `seen` set).
-    pub seen: BTreeSet<NodeAddr>,
     /// The version (Akka's `Gossip.version`): bumped by a member on each local change, merged
     /// pointwise by a merge of concurrent states.
     pub version: VectorClock,
+}
+
+/// The replicated membership state (Akka's `Gossip`). Removed members stay as tombstones so a
+/// merge never resurrects them. Its content is read through `Deref` and written through
+/// `DerefMut`, which copies the content first if another state shares it.
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct GossipState {
+    content: Arc<GossipContent>,
+    /// The members that have seen exactly this version (Akka's `seen` set).
+    pub seen: BTreeSet<NodeAddr>,
+}
+
+impl std::ops::Deref for GossipState {
+    type Target = GossipContent;
+    fn deref(&self) -> &GossipContent {
+        &self.content
+    }
+}
+
+impl std::ops::DerefMut for GossipState {
+    fn deref_mut(&mut self) -> &mut GossipContent {
+        Arc::make_mut(&mut self.content)
+    }
 }
 
 impl GossipState {

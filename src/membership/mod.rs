@@ -40,7 +40,7 @@ pub(crate) fn test_addr(i: u32) -> NodeAddr {
 }
 
 pub use downing::{decide, Decision, DowningFacts, Outcome};
-pub use gossip::{GossipMember, GossipState, ReachRecord};
+pub use gossip::{GossipContent, GossipMember, GossipState, ReachRecord};
 pub use vclock::{VcOrder, VectorClock};
 
 use crate::rng::{Rng, Stream};

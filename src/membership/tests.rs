@@ -1121,7 +1121,7 @@ fn gossip_skips_members_others_observe_unreachable_only_with_the_fix_option() {
         s.run_until(secs(15));
         assert_eq!(s.view_nodes(0), vec![0, 1, 2, 3]);
         let m = &mut s.nodes[0];
-        m.gossip.reachability.insert(
+        Arc::make_mut(&mut m.gossip).reachability.insert(
             (addr(1), addr(3)),
             ReachRecord {
                 version: 1,
