@@ -123,17 +123,10 @@ pub fn reuse(
     plan: &Plan,
     fingerprint: &str,
 ) -> Option<Entry> {
-    let text = std::fs::read_to_string(entry_path(dir, file)).ok()?;
-    let e: Entry = serde_json::from_str(&text).ok()?;
-    let same = e.summary.scenario == sc.name
-        && e.summary.behaviour == sc.options.behaviour()
-        && e.summary.seed_start == 0
-        && e.summary.schedules == planned(plan, e.slow)
-        && e.fingerprint == fingerprint;
-    if !same {
+    let mut e = kept(&entry_path(dir, file), sc, fingerprint)?;
+    if e.summary.schedules != planned(plan, e.slow) {
         return None;
     }
-    let mut e = e;
     campaign::reclassify(sc, &mut e.summary);
     e.verdict = campaign::judge(sc, &e.summary, e.summary.schedules, false);
     Some(e)
@@ -168,12 +161,18 @@ pub fn resume(
     plan: &Plan,
     fingerprint: &str,
 ) -> Option<Entry> {
-    let text = std::fs::read_to_string(partial_path(dir, file)).ok()?;
+    let e = kept(&partial_path(dir, file), sc, fingerprint)?;
+    (e.summary.schedules < planned(plan, e.slow)).then_some(e)
+}
+
+/// The result kept at `path`, if it is of this scenario (name and behaviour) and model
+/// ([`fingerprint`]), with seeds from 0.
+fn kept(path: &Path, sc: &Scenario, fingerprint: &str) -> Option<Entry> {
+    let text = std::fs::read_to_string(path).ok()?;
     let e: Entry = serde_json::from_str(&text).ok()?;
     let same = e.summary.scenario == sc.name
         && e.summary.behaviour == sc.options.behaviour()
         && e.summary.seed_start == 0
-        && e.summary.schedules < planned(plan, e.slow)
         && e.fingerprint == fingerprint;
     same.then_some(e)
 }
