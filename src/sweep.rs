@@ -178,19 +178,20 @@ fn kept(path: &Path, sc: &Scenario, fingerprint: &str) -> Option<Entry> {
 }
 
 /// Run one file by the plan and keep the result (the caller asked [`reuse`] first, with the
-/// file's [`fingerprint`] `print`). The campaign runs in [`PARTS`] parts, each kept as it
-/// finishes, and starts from a kept partial result of the same campaign ([`resume`]) when
-/// there is one. `progress` gets the seeds done, counted from 0.
+/// file's [`fingerprint`] `print`, and [`resume`] for `resumed`). The campaign runs in
+/// [`PARTS`] parts, each kept as it finishes, and starts from `resumed`, a kept partial result
+/// of the same campaign, when there is one. `progress` gets the seeds done, counted from 0.
 pub fn sweep_file(
     path: &Path,
     sc: &Scenario,
     print: String,
     plan: &Plan,
+    resumed: Option<Entry>,
     progress: campaign::Progress<'_>,
 ) -> Result<Entry, String> {
     let sc = Arc::new(sc.clone());
     let file = path.to_string_lossy().into_owned();
-    let mut e = match resume(&plan.summaries, &file, &sc, plan, &print) {
+    let mut e = match resumed {
         Some(e) => e,
         None => {
             let probe = PROBE.min(plan.schedules);
@@ -232,11 +233,9 @@ pub fn sweep_file(
         e.summary = if start == 0 {
             done
         } else {
-            campaign::merge(&[
-                (partial.clone(), e.summary.clone()),
-                (partial.clone(), done),
-            ])
-            .map_err(|x| x.to_string())?
+            let so_far = std::mem::take(&mut e.summary);
+            campaign::merge(&[(partial.clone(), so_far), (partial.clone(), done)])
+                .map_err(|x| x.to_string())?
         };
         e.jobs = plan.jobs;
         if e.summary.schedules < n {

@@ -1111,25 +1111,30 @@ fn cmd_sweep(
         };
     }
     for i in 0..rows.len() {
-        let (f, kept) = &rows[i];
-        let kept = kept.as_ref().filter(|(_, e)| e.is_done(plan));
-        if let Some((_, e)) = rows[i].1.as_ref().filter(|(_, e)| !e.is_done(plan)) {
-            println!(
-                "[{}/{}] {}: resuming from seed {} of {}",
-                i + 1,
-                rows.len(),
-                f.display(),
-                e.summary.schedules,
-                shardsim::sweep::planned(plan, e.slow)
-            );
-        }
+        let (f, row) = &rows[i];
+        let (kept, resumed) = match row {
+            Some((_, e)) if e.is_done(plan) => (Some(e), None),
+            Some((_, e)) => {
+                println!(
+                    "[{}/{}] {}: resuming from seed {} of {}",
+                    i + 1,
+                    rows.len(),
+                    f.display(),
+                    e.summary.schedules,
+                    shardsim::sweep::planned(plan, e.slow)
+                );
+                (None, Some(e.clone()))
+            }
+            None => (None, None),
+        };
         let e = match kept {
-            Some((_, e)) => e.clone(),
+            Some(e) => e.clone(),
             None => match shardsim::sweep::sweep_file(
                 f,
                 &scenarios[i],
                 prints[i].clone(),
                 plan,
+                resumed,
                 &|_| {},
             ) {
                 Ok(e) => e,
