@@ -1,7 +1,7 @@
 //! The fast campaign-based oracle that cargo-mutants runs against each mutant of the protocol
 //! (issue 15 item 5; `.cargo/mutants.toml`, `reports/mutants.md`). Not part of the default
 //! `cargo test` (ignored there: the scenario tests run the same checks at 800 seeds); run it
-//! by hand with `cargo test --test mutants_oracle -- --ignored`.
+//! by hand with `cargo test --test scenarios_oracle -- --ignored`.
 //!
 //! Every scenario file must still match its declaration on a few seeds: a file expecting
 //! `none` (and its known hazards) stays clean on its first `SHARDSIM_ORACLE_SEEDS` seeds
@@ -34,7 +34,7 @@ fn seeds() -> u64 {
 }
 
 #[test]
-#[ignore = "the mutation-testing oracle: cargo mutants runs it (cargo test --test mutants_oracle -- --ignored)"]
+#[ignore = "the mutation-testing oracle: cargo mutants runs it (cargo test --test scenarios_oracle -- --ignored)"]
 fn every_scenario_matches_its_declaration_on_a_few_seeds() {
     let mut bad = Vec::new();
     for path in toml_files(&root().join("sim-scenarios")) {
