@@ -596,6 +596,22 @@ fn liveness_facts(
         }
         return;
     }
+    if detail.contains("no coordinator is running") {
+        // No coordinator: every node that could host it is gone. The facts are why each
+        // went: the last `node_down` of each node, and the downing decisions behind them.
+        let mut seen = BTreeSet::new();
+        for l in (0..f.trigger).rev() {
+            let down = lines[l].ev() == "node_down";
+            let decision = lines[l].ev() == "cluster"
+                && lines[l]
+                    .s("event")
+                    .is_some_and(|e| e.starts_with("DowningDecision"));
+            if (down || decision) && seen.insert((down, lines[l].n("node"))) {
+                f.lines.push(l);
+            }
+        }
+        return;
+    }
     if let Some(s) = num_after(detail, "shard ").or_else(|| num_after(detail, "shards ")) {
         f.shards.insert(s as u32);
         // Its last trace line before the end.
@@ -647,7 +663,13 @@ fn pretty_cluster(e: &str) -> String {
             None => "no leader".into(),
         },
         "DowningDecision" => {
-            let downed: Vec<String> = ids.iter().map(|n| n.to_string()).collect();
+            // The nodes of the `downed` list (the decision's text may name nodes too).
+            let list = e.rsplit("downed: ").next().unwrap_or(e);
+            let downed: Vec<String> = list
+                .match_indices("NodeId(")
+                .filter_map(|(i, _)| num_after(&list[i..], "NodeId("))
+                .map(|n| n.to_string())
+                .collect();
             format!("downing decision: down nodes {}", downed.join(", "))
         }
         _ => e.chars().take(60).collect(),

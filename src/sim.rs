@@ -253,6 +253,9 @@ pub fn node_config(sc: &Scenario, seed: u64) -> (Arc<NodeConfig>, SharedShards) 
             // Each node's gossip target choice draws from a stream of this seed.
             gossip_seed: seed,
             gossip_skips_unreachable: sc.options.gossip_skips_unreachable_members,
+            down_self_gossip_excludes_downed_observers: sc
+                .options
+                .down_self_gossip_excludes_downed_observers,
             ..sc.membership.clone()
         },
         entities: sc.entities.count,

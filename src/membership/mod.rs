@@ -207,6 +207,12 @@ pub struct MembershipConfig {
     /// `[membership]` key: the world fills it in from `[options]`.
     #[serde(skip)]
     pub gossip_skips_unreachable: bool,
+    /// The protocol option `down-self-gossip-excludes-downed-observers` (a fix; off = Akka):
+    /// a Down node's farewell gossip goes to the members no non-Down member observes as
+    /// unreachable, its own records not counting. Not a `[membership]` key: the world fills it
+    /// in from `[options]`.
+    #[serde(skip)]
+    pub down_self_gossip_excludes_downed_observers: bool,
 }
 
 /// Akka's `akka.cluster.min-nr-of-members` and `akka.cluster.role.<role>.min-nr-of-members`
@@ -260,6 +266,7 @@ impl Default for MembershipConfig {
             min_nr_of_members: MinMembers::default(),
             gossip_seed: 0,
             gossip_skips_unreachable: false,
+            down_self_gossip_excludes_downed_observers: false,
         }
     }
 }
@@ -1038,14 +1045,24 @@ impl Membership {
     }
 
     /// Akka `MembershipState.validNodeForGossip`: not self, a member (Akka's members hold no
-    /// Removed ones), and reachable from this node.
+    /// Removed ones), and reachable from this node. With the fix option
+    /// `down-self-gossip-excludes-downed-observers`, while this node is Down (its farewell
+    /// gossip before it shuts down), Akka's rule before 2.6.10 instead:
+    /// `reachabilityExcludingDownedObservers.isReachable`, where this node's own records, a
+    /// Down observer's, do not count.
     fn valid_node_for_gossip(&self, a: NodeAddr) -> bool {
         a != self.me
             && self
                 .gossip
                 .status(a)
                 .is_some_and(|st| st != MemberStatus::Removed)
-            && !self.observes_unreachable(a)
+            && if self.cfg.down_self_gossip_excludes_downed_observers
+                && self.status_of_self() == Some(MemberStatus::Down)
+            {
+                !self.gossip.unreachable().contains(&a)
+            } else {
+                !self.observes_unreachable(a)
+            }
     }
 
     /// With the fix option `gossip-skips-unreachable-members`: the members a non-Down member

@@ -298,9 +298,13 @@ fn sbr_keep_majority_partition() {
     for i in [3, 4] {
         let r = s.stopped.get(&i).expect("minority node stopped");
         assert!(r.starts_with("sbr: keep-majority"), "{r}");
+        // The role's own getter agrees with its `Shutdown` output (a cargo-mutants survivor
+        // made it always false).
+        assert!(s.nodes[i].is_stopped());
     }
     for i in 0..3 {
         assert!(!s.stopped.contains_key(&i));
+        assert!(!s.nodes[i].is_stopped());
         assert_eq!(s.view(i), up(3));
     }
     let decided = s
@@ -945,16 +949,20 @@ fn a_gossip_tick_schedules_two_speedup_rounds() {
             &mut out,
         );
     }
+    // ClusterDaemon `gossipSpeedupTick` is scheduled at a third of the gossip interval (a
+    // cargo-mutants survivor scheduled it at `interval % 3`, a chain of rounds at once).
+    let third = Duration(ms(MembershipConfig::default().gossip_interval_ms).0 / 3);
     let speedups = |out: &[MOutput]| {
         out.iter()
-            .filter(|o| {
-                matches!(
-                    o,
-                    MOutput::SetTimer {
-                        timer: MTimer::GossipSpeedupTick,
-                        ..
-                    }
-                )
+            .filter(|o| match o {
+                MOutput::SetTimer {
+                    timer: MTimer::GossipSpeedupTick,
+                    after,
+                } => {
+                    assert_eq!(*after, third, "speed-up round at a third of the interval");
+                    true
+                }
+                _ => false,
             })
             .count()
     };
@@ -1169,6 +1177,59 @@ fn a_node_downing_itself_gossips_to_five_random_members() {
         .collect();
     assert_eq!(gossiped.len(), GOSSIPS_BEFORE_SHUTDOWN, "{gossiped:?}");
     assert!(!gossiped.contains(&addr(7)));
+}
+
+/// The fix option `down-self-gossip-excludes-downed-observers` (Akka before 2.6.10,
+/// `reachabilityExcludingDownedObservers`): a node that downs itself while it observes every
+/// other member unreachable (a split-brain decision just after a heal) gossips its farewell to
+/// five members, its own records no longer counting once it is Down. Without it (Akka since
+/// 2.6.10, `validNodeForGossip` asks this node's own observation) the farewell reaches no one
+/// (hazards/sbr-heal-race-downs-all.toml).
+#[test]
+fn a_down_node_observing_all_unreachable_gossips_its_farewell_only_with_the_fix_option() {
+    let farewell_targets = |fix: bool| {
+        let cfg = MembershipConfig {
+            down_self_gossip_excludes_downed_observers: fix,
+            ..MembershipConfig::default()
+        };
+        let mut s = Sim::new(8, cfg);
+        s.start_all();
+        s.run_until(secs(20));
+        assert_eq!(s.view_nodes(7).len(), 8);
+        let m = &mut s.nodes[7];
+        for i in 0..7 {
+            Arc::make_mut(&mut m.gossip).reachability.insert(
+                (addr(7), addr(i)),
+                ReachRecord {
+                    version: 1,
+                    unreachable: true,
+                },
+            );
+        }
+        let mut out = Vec::new();
+        m.handle(secs(20), MInput::DownCommand(addr(7)), &mut out);
+        out.iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    MOutput::Send {
+                        msg: MMsg::Gossip { .. },
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    assert_eq!(
+        farewell_targets(false),
+        0,
+        "Akka: no farewell reaches anyone"
+    );
+    assert_eq!(
+        farewell_targets(true),
+        GOSSIPS_BEFORE_SHUTDOWN,
+        "the fix option: five members hear it"
+    );
 }
 
 /// SplitBrainResolverBase `actOnDecision` downs this node last ("down selfAddress last, since

@@ -371,19 +371,32 @@ pub struct ProtocolOptions {
     /// member observes as unreachable, as Akka did before 2.6.10
     /// (`reachabilityExcludingDownedObservers`). Off = Akka.
     pub gossip_skips_unreachable_members: bool,
+    /// Fix for the whole cluster downing itself when a split-brain decision races the heal
+    /// (hazards/sbr-heal-race-downs-all.toml): since PR akka#29640 (2.6.10) a node that downs
+    /// itself sends its farewell gossip (`gossipRandomN(MaxGossipsBeforeShuttingDownMyself)`)
+    /// only to members it does not itself observe as unreachable (`validNodeForGossip`,
+    /// MembershipState.scala). A side that downs itself just after a partition healed, before
+    /// its own heartbeats saw the other side again, tells only itself; the other side keeps
+    /// the dead nodes Up with their stale records that observe it unreachable, finds itself
+    /// indirectly connected to them and downs itself too (DowningStrategy
+    /// `indirectlyConnected`, `nodesToDown`). With the option a Down node judges its gossip
+    /// targets as Akka did before 2.6.10, by `reachabilityExcludingDownedObservers`: its own
+    /// records do not count, so the farewell reaches the other side. Off = Akka.
+    pub down_self_gossip_excludes_downed_observers: bool,
     /// A deliberately broken variant, for checker tests.
     pub mutation: Mutation,
 }
 
 /// The options that are this project's fixes for hazards Akka still has; every other option
 /// selects an older Akka (or Akka.NET) behaviour, a pre-fix one.
-const FIX_OPTIONS: [&str; 6] = [
+const FIX_OPTIONS: [&str; 7] = [
     "handoff-ack-via-owner",
     "host-shard-resend-skips-handoff",
     "hand-over-keeps-local-region",
     "rebalance-skips-shutting-down-regions",
     "handoff-during-handoff-answered",
     "gossip-skips-unreachable-members",
+    "down-self-gossip-excludes-downed-observers",
 ];
 
 impl ProtocolOptions {
