@@ -585,6 +585,48 @@ fn liveness_facts(
     sent: &BTreeMap<(u32, u32, u64), usize>,
     f: &mut Facts,
 ) {
+    if detail.contains("is not registered with a coordinator") {
+        // A region that never registered: the facts are when its node (re)started and when
+        // the coordinator's node saw the node's old incarnation Removed and the new one Up,
+        // since a coordinator answers Register only from a member it sees Up (a stalled
+        // convergence shows as a late Removed and Up there).
+        if let Some(n) = num_after(detail, "the region on node ") {
+            let coord = (0..f.trigger)
+                .rev()
+                .find(|&l| lines[l].ev() == "coordinator_started")
+                .and_then(|l| lines[l].n("node"));
+            let mut seen = BTreeSet::new();
+            for l in (0..f.trigger).rev() {
+                let line = &lines[l];
+                let key = match line.ev() {
+                    "node_up" if line.n("node") == Some(n) => line.ev().to_string(),
+                    "cluster" if coord.is_some() && line.n("node") == coord => {
+                        let e = line.s("event").unwrap_or("");
+                        let about_n =
+                            e.starts_with("StatusChanged") && num_after(e, "NodeId(") == Some(n);
+                        match e.rsplit("status: ").next() {
+                            Some(st)
+                                if about_n
+                                    && (st.starts_with("Up") || st.starts_with("Removed")) =>
+                            {
+                                st.to_string()
+                            }
+                            _ => continue,
+                        }
+                    }
+                    _ => continue,
+                };
+                if seen.insert(key) {
+                    f.lines.push(l);
+                }
+            }
+        }
+        if let Some(key) = user_key(detail) {
+            f.pending = Some(key);
+            f.entities.insert(key.1);
+        }
+        return;
+    }
     if let Some(key) = user_key(detail) {
         f.pending = Some(key);
         f.entities.insert(key.1);
@@ -1043,9 +1085,13 @@ pub fn explain_text(text: &str) -> Result<Explanation, ExplainError> {
     for (&i, &p) in &chosen {
         let c = class(&steps[i], &keyed);
         if let Some(e) = entries.last_mut() {
-            // Milestones stay lines of their own, except faults injected together.
-            let foldable =
-                (p < 4 && e.prio < 4) || (p == 4 && e.prio == 4 && c.starts_with("faults|"));
+            // Milestones stay lines of their own, except faults injected together and the
+            // same membership step or node start on many nodes in a row (nodes joining together,
+            // a partition detected by every heartbeat sender, a Down spreading by gossip).
+            let together = ["faults|", "membership|", "node|"]
+                .iter()
+                .any(|k| c.starts_with(k));
+            let foldable = (p < 4 && e.prio < 4) || (p == 4 && e.prio == 4 && together);
             if e.class == c && foldable {
                 e.steps.push(i);
                 e.prio = e.prio.max(p);

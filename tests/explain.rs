@@ -159,3 +159,37 @@ fn a_trace_written_by_run_explains_as_the_rerun_does() {
     let b = explain::explain_text(&explain::rerun(&sc, 0)).unwrap();
     assert_eq!(a.lines, b.lines);
 }
+
+/// A liveness failure where restarted regions never registered (the convergence stall of
+/// `scale-50.toml`, seed 574 of the sweep; `[[expect.known]] convergence-stalled-by-dead-members`)
+/// is told by the coordinator's node seeing the old incarnation Removed and the new one Up
+/// too late, and the many nodes that detect the partition and learn of the Down fold into a
+/// line each. If a model change moves the hazard off seed 574, take the file's first liveness
+/// seed from `shardsim sweep` or `fuzz`.
+#[test]
+fn a_region_that_never_registered_is_told_by_the_coordinator_nodes_view() {
+    let sc = Arc::new(Scenario::load(&root().join("sim-scenarios/scale-50.toml")).unwrap());
+    let e = explain::explain_text(&explain::rerun(&sc, 574)).unwrap();
+    let story = explain::story(&e);
+    assert_eq!(e.violation.invariant, Outcome::Liveness, "{story}");
+    assert!(e.lines.len() <= MAX_LINES, "{story}");
+    let conflict = |needle: &str| {
+        e.lines
+            .iter()
+            .any(|l| l.contains(needle) && l.contains("◀ conflict"))
+    };
+    assert!(
+        conflict("node 0  membership  GossipTick: sees node 35 Removed"),
+        "{story}"
+    );
+    assert!(
+        conflict("node 0  membership  GossipTick: sees node 35 Up"),
+        "{story}"
+    );
+    assert!(conflict("node 35 up (incarnation 51)"), "{story}");
+    // Forty nodes detecting the partition in the same heartbeat round: one line.
+    assert!(
+        e.lines.iter().any(|l| l.contains("HeartbeatTick ×40")),
+        "{story}"
+    );
+}
