@@ -1208,7 +1208,9 @@ mod tests {
     use super::*;
 
     /// Deliver every local message the outputs hold, in order, until none is left (a host
-    /// with zero local delay and instant entity stops); other outputs are dropped.
+    /// with zero local delay and instant entity stops); other outputs are dropped. Only its
+    /// debug-build test uses it.
+    #[cfg(debug_assertions)]
     fn pump(r: &mut Region, out: &mut Outbox) {
         loop {
             let locals: Vec<Local> = out
