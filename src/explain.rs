@@ -601,18 +601,13 @@ fn liveness_facts(
                 let key = match line.ev() {
                     "node_up" if line.n("node") == Some(n) => line.ev().to_string(),
                     "cluster" if coord.is_some() && line.n("node") == coord => {
-                        let e = line.s("event").unwrap_or("");
-                        let about_n =
-                            e.starts_with("StatusChanged") && num_after(e, "NodeId(") == Some(n);
-                        match e.rsplit("status: ").next() {
-                            Some(st)
-                                if about_n
-                                    && (st.starts_with("Up") || st.starts_with("Removed")) =>
-                            {
-                                st.to_string()
-                            }
-                            _ => continue,
+                        let seen_as = pretty_cluster(line.s("event").unwrap_or(""));
+                        if seen_as != format!("sees node {n} Up")
+                            && seen_as != format!("sees node {n} Removed")
+                        {
+                            continue;
                         }
+                        seen_as
                     }
                     _ => continue,
                 };
