@@ -470,6 +470,22 @@ fn recovery_replays_the_journal_and_waits_for_state_initialized() {
     assert_eq!(t.get_home(A, 1), vec![home(A, 1, A)]);
 }
 
+/// SC:1294-1322: `watchStateActors` whenever the recovered state names a region *or* a proxy;
+/// only a state with neither is active at once.
+#[test]
+fn recovery_waits_for_state_initialized_with_regions_or_proxies_alone() {
+    let proxy_only = [CoordinatorEvent::ShardRegionProxyRegistered { proxy: reg(P) }];
+    for journal in [
+        &[registered(A), allocated(1, A)][..],
+        &proxy_only[..],
+        &[][..],
+    ] {
+        let (_, out) = T::recover(Settings::default(), ProtocolOptions::default(), journal);
+        let waits = out.contains(&O::Set(Timer::StateInitialized, ms(500)));
+        assert_eq!(waits, !journal.is_empty(), "{journal:?}: {out:?}");
+    }
+}
+
 #[test]
 fn recovery_of_a_corrupt_journal_fails() {
     let strategy = || Box::new(LeastShardAllocationStrategy::new(Default::default()));
@@ -994,6 +1010,53 @@ fn a_failed_graceful_hand_off_makes_the_region_eligible_again() {
         })
         .collect();
     assert_eq!(started, vec![shard(1), shard(6)], "{out:?}");
+}
+
+/// Which shards a rebalance tick starts to hand off.
+fn rebalance_started(out: &[O]) -> Vec<ShardId> {
+    out.iter()
+        .filter_map(|o| match o {
+            O::Obs(Observation::RebalanceStarted { shard, .. }) => Some(*shard),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A coordinator with regions A, B and C (the coordinator node's own region) registered, A
+/// holding shards `1..=a` and C shards `a+1..=a+c`, and B (holding none) in graceful shutdown.
+fn b_shutting_down(options: ProtocolOptions, a: u32, c: u32) -> T {
+    let mut journal = vec![registered(A), registered(B), registered(C)];
+    journal.extend((1..=a).map(|s| allocated(s, A)));
+    journal.extend((a + 1..=a + c).map(|s| allocated(s, C)));
+    let mut t = T::active_with(Settings::default(), options, &journal);
+    assert_eq!(t.register(C), vec![send(C, Msg::RegisterAck)]);
+    // B has no shard: nothing to hand off, it just waits to be told it may stop.
+    assert_eq!(
+        t.from(B, Msg::GracefulShutdownReq { region: reg(B) }),
+        vec![]
+    );
+    t
+}
+
+#[test]
+fn rebalance_counts_a_shutting_down_region_unless_the_fix_option_is_on() {
+    // SC:1005-1007: Akka passes every registered region to the strategy, the one shutting
+    // down included: with A 2, C 1 and B 0, B makes the difference 2 and shard 1 moves.
+    let mut t = b_shutting_down(ProtocolOptions::default(), 2, 1);
+    let out = t.h(Input::Timeout(Timer::RebalanceTick));
+    assert_eq!(rebalance_started(&out), vec![shard(1)], "{out:?}");
+    // `rebalance-skips-shutting-down-regions`: B is left out, A 2 against C 1 is balanced.
+    let fix = ProtocolOptions {
+        rebalance_skips_shutting_down_regions: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = b_shutting_down(fix.clone(), 2, 1);
+    let out = t.h(Input::Timeout(Timer::RebalanceTick));
+    assert_eq!(rebalance_started(&out), vec![], "{out:?}");
+    // ... and the other regions still rebalance among themselves: A 4 against C 0.
+    let mut t = b_shutting_down(fix, 4, 0);
+    let out = t.h(Input::Timeout(Timer::RebalanceTick));
+    assert_eq!(rebalance_started(&out), vec![shard(1)], "{out:?}");
 }
 
 // ---- singleton hand-over: Terminate (§4.5, the fix of §12 B5) ----

@@ -1186,6 +1186,15 @@ fn passivate_stops_the_entity_buffers_in_the_shard_and_restarts_it_for_the_buffe
     );
     assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(1));
     assert_eq!(t.slot(1).unwrap().shard.buffered(), 0);
+    // A late Passivate from the old incarnation: Akka's Shard `passivate` acts only when the
+    // sender is the entity's current actor (SH `entities.entityState(id)` matched against
+    // the sender's ActorRef): the new incarnation is not stopped.
+    t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
+    assert_eq!(t.next_local(), vec![]);
+    assert_eq!(
+        t.slot(1).unwrap().shard.entities().collect::<Vec<_>>(),
+        vec![(EntityId(4), 1, EntityState::Active)]
+    );
 }
 
 #[test]

@@ -617,4 +617,29 @@ mod tests {
         };
         assert_eq!(decide(&SbrStrategy::KeepMajority, &facts, addr(0)), d);
     }
+
+    /// Akka `KeepOldest.oldestDecision`: down-if-alone downs the oldest only when it is alone
+    /// against two or more (`thisSide == 1 && otherSide >= 2`). In a two-node cluster the
+    /// node on the other side is no better, so the oldest is kept even though it is alone:
+    /// both sides down the younger node.
+    #[test]
+    fn down_if_alone_keeps_the_oldest_of_a_two_node_cluster() {
+        for viewer in [0, 1] {
+            let mut g = view("1|4", viewer);
+            g.members.retain(|a, _| a.node.0 < 2);
+            g.reachability
+                .retain(|(o, s), _| o.node.0 < 2 && s.node.0 < 2);
+            let unreachable = g.unreachable_live();
+            assert_eq!(unreachable, BTreeSet::from([addr(1 - viewer)]));
+            let d = decide(
+                &STRATEGIES[2],
+                &DowningFacts {
+                    gossip: &g,
+                    unreachable: &unreachable,
+                },
+                addr(viewer),
+            );
+            assert_eq!(d.downed, addrs(&[1]), "viewer {viewer}: {d:?}");
+        }
+    }
 }
