@@ -1002,17 +1002,10 @@ fn a_failed_graceful_hand_off_makes_the_region_eligible_again() {
     // ... and its next request starts the hand-offs not in progress again (1 and 6; 2 is
     // still being handed off).
     let out = t.from(A, Msg::GracefulShutdownReq { region: reg(A) });
-    let started: Vec<ShardId> = out
-        .iter()
-        .filter_map(|o| match o {
-            O::Obs(Observation::RebalanceStarted { shard, .. }) => Some(*shard),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(started, vec![shard(1), shard(6)], "{out:?}");
+    assert_eq!(rebalance_started(&out), vec![shard(1), shard(6)], "{out:?}");
 }
 
-/// Which shards a rebalance tick starts to hand off.
+/// Which shards an input starts to hand off.
 fn rebalance_started(out: &[O]) -> Vec<ShardId> {
     out.iter()
         .filter_map(|o| match o {

@@ -1275,17 +1275,10 @@ fn seen_digests_of_different_seen_sets_differ() {
         g.seen = seen.iter().copied().collect();
         g.seen_digest()
     };
-    let a0 = NodeAddr {
-        node: NodeId(0),
-        inc: NodeInc(1),
-    };
-    let a1 = NodeAddr {
-        node: NodeId(1),
-        inc: NodeInc(1),
-    };
+    let (a0, a1) = (addr(0), addr(1));
     let a1_inc2 = NodeAddr {
-        node: NodeId(1),
         inc: NodeInc(2),
+        ..a1
     };
     assert_ne!(digest(&[a0]), digest(&[a1]));
     assert_ne!(digest(&[a1]), digest(&[a1_inc2]));
