@@ -1019,6 +1019,97 @@ fn pre_fix_b35_a_crashed_entity_forgotten_while_terminating_fails_the_shard_on_r
     );
 }
 
+/// Deliver the oldest queued local message that `pick` selects, before the others.
+fn deliver_first(t: &mut T, pick: impl Fn(&Local) -> bool) -> Vec<O> {
+    let i = t
+        .pending
+        .iter()
+        .position(|(m, _)| pick(m))
+        .expect("the local message is queued");
+    let m = t.pending.remove(i).unwrap();
+    t.pending.push_front(m);
+    t.next_local()
+}
+
+/// What a Shard stashed survives its failure while it loads: Akka's `UnrestrictedStash`
+/// puts it back in the mailbox (`preRestart`, Stash.scala), and the next instance replays it.
+/// §12 B35's and B9's pre-fix behaviours together make a Shard throw while loading: it creates
+/// its remembered entities directly (B9), and one's name is still held by its crashed actor
+/// (B35). A survivor of cargo-mutants dropped the stash of a Shard failing while it
+/// initialises.
+#[test]
+fn pre_fix_b35_a_shard_failing_while_it_loads_keeps_its_stash() {
+    let opts = ProtocolOptions {
+        entity_restart_before_terminated: true,
+        remembered_started_directly: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = loaded(opts);
+    started_by_message(&mut t, 4);
+    t.run(|r, _, out| r.entity_stops_itself(EntityId(4), 0, StopReason::Crashed, out));
+    let terminated = |m: &Local| matches!(m, Local::EntityTerminated { .. });
+    let not_terminated = |m: &Local| !terminated(m);
+    // A message before the termination: a start write; stored, the reserved name fails the
+    // Shard (as in the test above). The old actor's termination stays in flight throughout.
+    t.step(Input::Request(env(1, 4, 2)));
+    deliver_first(&mut t, not_terminated);
+    let out = t.run(|r, now, out| {
+        let reply = StoreReply {
+            shard: shard(1),
+            uid: 0,
+            instance: 0,
+            kind: StoreReplyKind::UpdateDone,
+        };
+        r.store_reply(now, reply, out)
+    });
+    assert!(shard_failed(&out).is_some(), "{out:?}");
+    // The new instance loads (instance 1); a message reaches its mailbox and is stashed.
+    assert_eq!(
+        deliver_first(&mut t, not_terminated),
+        vec![
+            get_entities(1, 0, 1),
+            O::Set(ret(1, 0), ms(LOAD_TIMEOUT_MS))
+        ]
+    );
+    t.step(Input::Request(env(2, 4, 3)));
+    deliver_first(&mut t, not_terminated);
+    let stashed = |t: &T| {
+        t.slot(1)
+            .unwrap()
+            .shard
+            .buffered_messages()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(stashed(&t), vec![env(2, 4, 3)]);
+    // Loaded: entity 4 is created directly while its name is still reserved → the Shard
+    // throws again, while initialising. The stash goes back to the mailbox.
+    let out = t.run(|r, now, out| {
+        let reply = StoreReply {
+            shard: shard(1),
+            uid: 0,
+            instance: 1,
+            kind: StoreReplyKind::Remembered(ids(&[4])),
+        };
+        r.store_reply(now, reply, out)
+    });
+    assert_eq!(
+        shard_failed(&out),
+        Some(ShardFailure::IllegalState(
+            "InvalidActorNameException: entity name still reserved (akka.net#7979)"
+        ))
+    );
+    assert_eq!(stashed(&t), vec![env(2, 4, 3)]);
+    // The old actor terminates, the third instance loads and creates 4, and the stashed
+    // message reaches it.
+    let out = t.pump();
+    assert!(out.contains(&get_entities(1, 0, 2)), "{out:?}");
+    let out = reply(&mut t, 1, 0, 2, StoreReplyKind::Remembered(ids(&[4])));
+    assert!(
+        out.contains(&delivered(env(2, 4, 3), 1)),
+        "the stashed message is delivered: {out:?}"
+    );
+}
+
 // ---- 9. §12 B34: StartEntity while a write is in flight ----
 
 #[test]

@@ -1110,6 +1110,36 @@ fn a_reachable_former_heartbeat_receiver_is_not_kept() {
     );
 }
 
+/// `ClusterHeartbeatSenderState.removeMember`: a former receiver kept heartbeated because it
+/// was not available (`oldReceiversNowUnreachable`) is dropped when it is removed from the
+/// cluster (a survivor of cargo-mutants kept it, and heartbeated a removed node for ever: `&&`
+/// as `||` in `update_receivers`'s retain). Twelve nodes; node 0 holds a member outside its
+/// ring selection as such a former receiver (the state a ring change leaves while that member
+/// is unreachable); the member crashes, is downed and removed.
+#[test]
+fn a_removed_former_heartbeat_receiver_is_no_longer_heartbeated() {
+    let mut s = Sim::new(12, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(30));
+    assert_eq!(s.view_nodes(0).len(), 12);
+    let x = (1..12)
+        .find(|&i| !s.nodes[0].receivers.contains(&addr(i)))
+        .expect("a member outside node 0's ring selection");
+    s.nodes[0].old_receivers_unreachable.insert(addr(x));
+    s.nodes[0].last_heard.insert(addr(x), s.now);
+    s.crashed.insert(x);
+    s.input(secs(30), 0, MInput::DownCommand(addr(x)));
+    s.run_until(secs(45));
+    assert!(
+        !s.view_nodes(0).contains(&(x as u32)),
+        "{:?}",
+        s.view_nodes(0)
+    );
+    let m = &s.nodes[0];
+    assert!(!m.old_receivers_unreachable.contains(&addr(x)));
+    assert!(!m.last_heard.contains_key(&addr(x)));
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`

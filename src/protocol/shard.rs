@@ -431,8 +431,12 @@ impl Shard {
                     if self.cfg.options.remembered_started_directly {
                         // Akka before akka#22289 (§12 B9): remembered ids are created as
                         // children at once, whatever the extractor now says.
-                        if !self.entities.contains_key(&e) {
-                            self.create_actor(now, e, EntityState::RememberedButNotCreated, out);
+                        if !self.entities.contains_key(&e)
+                            && self
+                                .create_actor(now, e, EntityState::RememberedButNotCreated, out)
+                                .is_none()
+                        {
+                            return; // it threw (§12 B35 pre-fix): nothing more of this message
                         }
                         continue;
                     }
@@ -492,10 +496,11 @@ impl Shard {
                         .get_mut(&e)
                         .map(|r| std::mem::take(&mut r.ack_to))
                         .unwrap_or_default();
-                    let inc = self.create_actor(now, e, EntityState::RememberingStart, out);
-                    if let Some(inc) = inc {
-                        self.send_buffer(e, inc, out);
-                    }
+                    let Some(inc) = self.create_actor(now, e, EntityState::RememberingStart, out)
+                    else {
+                        return; // it threw (§12 B35 pre-fix): no buffer, no ack
+                    };
+                    self.send_buffer(e, inc, out);
                     for (starter, for_shard) in acks {
                         self.ack(e, starter, for_shard, out);
                     }
