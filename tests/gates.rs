@@ -303,3 +303,102 @@ fn singleton_placement_by_age_or_by_app_version() {
         }
     }
 }
+
+/// A scale-out from 3 to 4 nodes (Akka's default allocation algorithm, the deprecated one: up to
+/// 3 hand-offs at once, every 2 s)
+/// with node 1 crashed at `crash_ms` and downed by keep-majority later.
+fn scale_out_with_a_crash(crash_ms: u64, pre_fix: bool) -> Arc<Scenario> {
+    let text = format!(
+        r#"name = "scale-out-with-a-crash"
+description = "tests/gates.rs: no rebalance while a member is unreachable"
+
+[options]
+rebalance-during-rolling-update = {pre_fix}
+
+[cluster]
+nodes = 4
+join-at-ms = [0, 0, 0, 15000]
+
+[entities]
+count = 120
+shards = 24
+
+[workload]
+senders-per-node = 2
+interval-ms = [10, 40]
+stop-ms = 70000
+
+[membership.downing]
+provider = "split-brain-resolver"
+strategy = "keep-majority"
+
+[settings]
+rebalance-interval-ms = 2000
+
+[[faults]]
+at-ms = {crash_ms}
+kind = "crash"
+node = 1
+
+[run]
+duration-ms = 80000
+"#
+    );
+    let path = common::root().join("sim-scenarios/scale-out-with-a-crash.toml");
+    Arc::new(Scenario::parse(&text, &path).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Rebalances the coordinator on node 0 starts while node 0 observes node 1 unreachable (from
+/// its own failure detector's observation to node 1's removal from its view), and in all.
+fn rebalances_while_unreachable(sc: &Arc<Scenario>, seed: u64) -> (usize, usize) {
+    let (mut unreachable, mut during, mut all) = (false, 0, 0);
+    for (_, e) in events(sc, seed) {
+        match e {
+            TraceEvent::Cluster { node, event }
+                if node == NodeId(0)
+                    && event.starts_with("Unreachable")
+                    && event.contains("subject: NodeAddr { node: NodeId(1),") =>
+            {
+                unreachable = true;
+            }
+            TraceEvent::MemberView { node, members } if node == NodeId(0) => {
+                if !members.iter().any(|m| m.node == NodeId(1)) {
+                    unreachable = false;
+                }
+            }
+            TraceEvent::RebalanceStarted { coordinator, .. } if coordinator == NodeId(0) => {
+                all += 1;
+                during += usize::from(unreachable);
+            }
+            _ => {}
+        }
+    }
+    (during, all)
+}
+
+/// §12 B38, the reachability part of `isAGoodTimeToRebalance`: node 1 crashes while the
+/// scale-out to node 3 is rebalancing; with Akka's gate the coordinator starts no rebalance
+/// while its node observes node 1 unreachable, and goes on once node 1 is removed. The
+/// pre-fix coordinator (no gate) does rebalance in that window, so the window is one where
+/// the strategy wants to move shards. This covers the node's wiring of its unreachable set
+/// to the coordinator (a survivor of cargo-mutants never told it: `content_rev` as 0).
+#[test]
+fn no_rebalance_while_a_member_is_unreachable() {
+    let (mut pre_during, mut fixed_all) = (0, 0);
+    for seed in 0..6 {
+        let crash_ms = 16_000 + 500 * seed;
+        let (during, all) =
+            rebalances_while_unreachable(&scale_out_with_a_crash(crash_ms, false), seed);
+        assert_eq!(
+            during, 0,
+            "seed {seed}: {during} of {all} while node 1 is unreachable"
+        );
+        fixed_all += all;
+        pre_during += rebalances_while_unreachable(&scale_out_with_a_crash(crash_ms, true), seed).0;
+    }
+    assert!(
+        pre_during > 0,
+        "pre-fix: no rebalance while node 1 is unreachable"
+    );
+    assert!(fixed_all > 0);
+}
