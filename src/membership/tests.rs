@@ -1140,6 +1140,33 @@ fn a_removed_former_heartbeat_receiver_is_no_longer_heartbeated() {
     assert!(!m.last_heard.contains_key(&addr(x)));
 }
 
+/// `ClusterHeartbeatSenderState.membershipChange` keeps a receiver that leaves the ring
+/// selection while its failure detector does not find it available, even before any observer
+/// marked it unreachable: here one silent for longer than the pause (a survivor of
+/// cargo-mutants dropped it unless it was also observed unreachable: `&&` as `||` in
+/// `update_receivers`'s availability).
+#[test]
+fn a_silent_former_heartbeat_receiver_is_kept_before_it_is_marked_unreachable() {
+    let mut s = Sim::new(12, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(30));
+    let pause = Duration::from_millis(MembershipConfig::default().acceptable_heartbeat_pause_ms);
+    let now = s.now;
+    let m = &mut s.nodes[0];
+    let x = (1..12)
+        .map(addr)
+        .find(|a| !m.receivers.contains(a))
+        .expect("a member outside node 0's ring selection");
+    assert!(!m.observes_unreachable(x));
+    // As if x had been a receiver, silent for twice the pause, not yet marked unreachable.
+    m.receivers.insert(x);
+    m.last_heard.insert(x, Instant(now.0 - 2 * pause.0));
+    m.update_receivers(now);
+    assert!(!m.receivers.contains(&x));
+    assert!(m.old_receivers_unreachable.contains(&x));
+    assert!(m.last_heard.contains_key(&x), "still heartbeated");
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
