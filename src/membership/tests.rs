@@ -1167,6 +1167,70 @@ fn a_silent_former_heartbeat_receiver_is_kept_before_it_is_marked_unreachable() 
     assert!(m.last_heard.contains_key(&x), "still heartbeated");
 }
 
+/// `ClusterHeartbeatSenderState.heartbeatRsp`: a former receiver kept heartbeated while it was
+/// unreachable answers; it leaves `oldReceiversNowUnreachable` and, no longer a receiver, is no
+/// longer heartbeated (a survivor of cargo-mutants kept heartbeating it: `delete !` in
+/// `on_deliver`).
+#[test]
+fn a_former_receiver_that_answers_is_no_longer_heartbeated() {
+    let mut s = Sim::new(12, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(30));
+    let now = s.now;
+    let m = &mut s.nodes[0];
+    let x = (1..12)
+        .map(addr)
+        .find(|a| !m.receivers.contains(a))
+        .expect("a member outside node 0's ring selection");
+    m.old_receivers_unreachable.insert(x);
+    m.last_heard.insert(x, Instant(0));
+    let r = *m.receivers.iter().next().unwrap();
+    let mut out = Vec::new();
+    for from in [x, r] {
+        let msg = MMsg::HeartbeatRsp;
+        m.handle(now, MInput::Deliver { from, msg }, &mut out);
+    }
+    assert!(!m.old_receivers_unreachable.contains(&x));
+    assert!(!m.last_heard.contains_key(&x), "x is no longer heartbeated");
+    assert_eq!(
+        m.last_heard.get(&r),
+        Some(&now),
+        "a receiver's answer is recorded"
+    );
+}
+
+/// ClusterCoreDaemon `joining`: a `Join` from a node that is already a member (its `Welcome`
+/// was lost, and it retries) is answered with `Welcome` again (a survivor of cargo-mutants
+/// welcomed only Removed members again: `!=` as `==` in `on_join`).
+#[test]
+fn a_repeated_join_of_a_member_is_welcomed_again() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(10));
+    assert_eq!(s.view_nodes(0), vec![0, 1, 2]);
+    let now = s.now;
+    let mut out = Vec::new();
+    let join = MMsg::Join {
+        hosting: true,
+        app_version: 0,
+    };
+    s.nodes[0].handle(
+        now,
+        MInput::Deliver {
+            from: addr(2),
+            msg: join,
+        },
+        &mut out,
+    );
+    assert!(
+        out.iter().any(|o| matches!(
+            o,
+            MOutput::Send { to, msg: MMsg::Welcome { .. } } if *to == addr(2)
+        )),
+        "{out:?}"
+    );
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
