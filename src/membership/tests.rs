@@ -1231,6 +1231,35 @@ fn a_repeated_join_of_a_member_is_welcomed_again() {
     );
 }
 
+/// `MembershipState.validNodeForGossip`: a gossip round never picks this node itself nor a
+/// member it observes unreachable (a survivor of cargo-mutants let every member not in the
+/// fix option's skip set through: `&&` as `||` in `gossip_round`). Three nodes, node 2
+/// crashed: fifty of node 0's rounds go to node 1 only.
+#[test]
+fn gossip_rounds_skip_self_and_unreachable_members() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(12));
+    s.crashed.insert(2);
+    s.run_until(secs(20));
+    assert!(s.nodes[0].observes_unreachable(addr(2)));
+    let mut out = Vec::new();
+    for _ in 0..50 {
+        s.nodes[0].gossip_round(&mut out);
+    }
+    let targets: BTreeSet<NodeAddr> = out
+        .iter()
+        .filter_map(|o| match o {
+            MOutput::Send {
+                to,
+                msg: MMsg::Gossip { .. } | MMsg::GossipStatus { .. },
+            } => Some(*to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(targets, BTreeSet::from([addr(1)]));
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
