@@ -1260,6 +1260,22 @@ fn gossip_rounds_skip_self_and_unreachable_members() {
     assert_eq!(targets, BTreeSet::from([addr(1)]));
 }
 
+/// ClusterDaemon `isGossipSpeedupNeeded`: `seen.size < members.size / 2` (a survivor of
+/// cargo-mutants sped up also when exactly half had seen the state: `<` as `<=`).
+#[test]
+fn gossip_speedup_is_needed_while_fewer_than_half_have_seen() {
+    let mut s = Sim::new(4, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(15));
+    assert_eq!(s.view_nodes(0), vec![0, 1, 2, 3]);
+    let m = &mut s.nodes[0];
+    for (seen, needed) in [(0, true), (1, true), (2, false), (3, false), (4, false)] {
+        let g = Arc::make_mut(&mut m.gossip);
+        g.seen = (0..seen).map(addr).collect();
+        assert_eq!(m.is_gossip_speedup_needed(), needed, "{seen} of 4 seen");
+    }
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
