@@ -1276,6 +1276,34 @@ fn gossip_speedup_is_needed_while_fewer_than_half_have_seen() {
     }
 }
 
+/// ClusterDaemon `leaving`: the Leaving state goes at once to the two oldest members
+/// (`gossipTargetsForLeavingAndExitingMembers`), besides a gossip round (survivors of
+/// cargo-mutants skipped it: `gossip_after_leaving` and `gossip_to_oldest` as `()`).
+#[test]
+fn a_leaving_node_gossips_to_the_two_oldest_at_once() {
+    let mut s = Sim::new(4, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(15));
+    assert_eq!(s.view_nodes(3), vec![0, 1, 2, 3]);
+    let now = s.now;
+    let mut out = Vec::new();
+    s.nodes[3].handle(now, MInput::Leave, &mut out);
+    let targets: BTreeSet<NodeAddr> = out
+        .iter()
+        .filter_map(|o| match o {
+            MOutput::Send {
+                to,
+                msg: MMsg::Gossip { gossip },
+            } if gossip.status(addr(3)) == Some(MemberStatus::Leaving) => Some(*to),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        targets.contains(&addr(0)) && targets.contains(&addr(1)),
+        "{targets:?}"
+    );
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
