@@ -1304,6 +1304,38 @@ fn a_leaving_node_gossips_to_the_two_oldest_at_once() {
     );
 }
 
+/// `auto-down-unreachable-after`: a member is downed once it has been unreachable for that
+/// long, not before (a survivor of cargo-mutants downed at once: `>=` as `<` in `downing`).
+#[test]
+fn auto_down_waits_for_the_unreachable_period() {
+    let cfg = MembershipConfig {
+        downing: DowningProvider::AutoDown { after_ms: 5000 },
+        ..Default::default()
+    };
+    let mut s = Sim::new(3, cfg);
+    s.start_all();
+    s.run_until(secs(12));
+    s.crashed.insert(2);
+    s.run_until(secs(40));
+    let unreachable = s
+        .first_event(
+            |_, e| matches!(e, MembershipEvent::Unreachable { subject, .. } if *subject == addr(2)),
+        )
+        .expect("node 2 is found unreachable");
+    let down = s
+        .first_event(|_, e| {
+            *e == MembershipEvent::StatusChanged {
+                node: addr(2),
+                status: MemberStatus::Down,
+            }
+        })
+        .expect("node 2 is downed");
+    assert!(
+        down >= unreachable + Duration::from_millis(5000) && down <= secs(30),
+        "unreachable at {unreachable}, down at {down}"
+    );
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
