@@ -1336,6 +1336,35 @@ fn auto_down_waits_for_the_unreachable_period() {
     );
 }
 
+/// ClusterDaemon: `MemberRemoved(self)` shuts the node down, whatever it was doing (here an
+/// Exiting node whose exiting tasks have not completed learns that the leader removed it; a
+/// survivor of cargo-mutants only stopped a Down node: the Removed arm of `post` deleted).
+#[test]
+fn a_node_that_sees_itself_removed_stops() {
+    let mut s = Sim::new(3, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(10));
+    let now = s.now;
+    let m = &mut s.nodes[2];
+    for status in [
+        MemberStatus::Leaving,
+        MemberStatus::Exiting,
+        MemberStatus::Removed,
+    ] {
+        let g = Arc::make_mut(&mut m.gossip);
+        g.members.get_mut(&addr(2)).unwrap().status = status;
+    }
+    let mut out = Vec::new();
+    let msg = MMsg::Heartbeat;
+    m.handle(now, MInput::Deliver { from: addr(0), msg }, &mut out);
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, MOutput::Shutdown { reason } if reason == "left")),
+        "{out:?}"
+    );
+    assert!(m.is_stopped());
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
