@@ -1365,6 +1365,26 @@ fn a_node_that_sees_itself_removed_stops() {
     assert!(m.is_stopped());
 }
 
+/// SBR keep-majority (`KeepMajority.decide`): the larger side survives; on an even split the
+/// side with the lowest address does. Node 0 alone against two is the minority even though
+/// it holds the lowest address; three against three keep the side of node 0 (a survivor of
+/// cargo-mutants took `n + 2 == total` for the tie: `*` as `+`).
+#[test]
+fn keep_majority_minority_with_the_lowest_address_and_an_even_split() {
+    for (n, sides, kept) in [
+        (3, vec![vec![0], vec![1, 2]], vec![1, 2]),
+        (6, vec![vec![0, 1, 2], vec![3, 4, 5]], vec![0, 1, 2]),
+    ] {
+        let mut s = Sim::new(n, sbr(SbrStrategy::KeepMajority));
+        s.start_all();
+        s.run_until(secs(15 + n as u64));
+        let sides: Vec<&[usize]> = sides.iter().map(|v| v.as_slice()).collect();
+        s.partition(&sides);
+        s.run_until(secs(60));
+        assert_eq!(survivors(&s), kept, "{n} nodes, {sides:?}");
+    }
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
