@@ -1385,6 +1385,47 @@ fn keep_majority_minority_with_the_lowest_address_and_an_even_split() {
     }
 }
 
+/// Akka SBR: any membership change restarts `stable-after`, not only a reachability change
+/// (survivors of cargo-mutants left the member set out of the stability key: `live` as
+/// empty). Five nodes, {3, 4} cut off; while the majority waits, node 5 joins it (Joining:
+/// convergence is blocked); the decision comes `stable-after` after that join.
+#[test]
+fn sbr_stable_after_restarts_when_a_member_joins() {
+    let mut s = Sim::new(6, sbr(SbrStrategy::KeepMajority));
+    for i in 0..5 {
+        let seeds = if i == 0 { vec![] } else { vec![addr(0)] };
+        s.input(secs(i as u64), i, MInput::Start { seeds });
+    }
+    s.run_until(secs(15));
+    s.partition(&[&[0, 1, 2, 5], &[3, 4]]);
+    s.run_until(secs(21));
+    s.input(
+        secs(21),
+        5,
+        MInput::Start {
+            seeds: vec![addr(0)],
+        },
+    );
+    s.run_until(secs(60));
+    let joined = s
+        .first_event(|n, e| {
+            n == 0
+                && *e
+                    == MembershipEvent::StatusChanged {
+                        node: addr(5),
+                        status: MemberStatus::Joining,
+                    }
+        })
+        .expect("node 5 joins");
+    let decided = s
+        .first_event(|n, e| n == 0 && matches!(e, MembershipEvent::DowningDecision { .. }))
+        .expect("the majority decides");
+    assert!(
+        decided >= joined + Duration::from_millis(5000),
+        "joined at {joined}, decided at {decided}"
+    );
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
