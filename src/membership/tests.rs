@@ -1426,6 +1426,34 @@ fn sbr_stable_after_restarts_when_a_member_joins() {
     );
 }
 
+/// `HeartbeatNodeRing.receivers`: unreachable nodes on the way are taken too but do not count
+/// towards the nine, and none is added once the selection holds nine (a survivor of
+/// cargo-mutants took another: `<` as `<=`). Twelve nodes, two unreachable on node 0's ring.
+#[test]
+fn ring_receivers_never_exceed_the_monitored_number() {
+    let nodes: BTreeSet<NodeAddr> = (0..12).map(addr).collect();
+    let me = addr(0);
+    let all = ring::receivers(me, &nodes, &BTreeSet::new(), 11);
+    assert_eq!(all.len(), 11);
+    // Ring order after `me`: a selection of 11 of 11 is every node; find the order by growing n.
+    let mut order: Vec<NodeAddr> = Vec::new();
+    for n in 1..=11 {
+        let sel = ring::receivers(me, &nodes, &BTreeSet::new(), n);
+        order.push(
+            *sel.difference(&order.iter().copied().collect())
+                .next()
+                .unwrap(),
+        );
+    }
+    // Eight reachable, two unreachable, one reachable: the first unreachable is taken (eight
+    // so far), the second is not (nine so far), and the ninth reachable one ends the walk.
+    let unreachable: BTreeSet<NodeAddr> = [order[8], order[9]].into_iter().collect();
+    let sel = ring::receivers(me, &nodes, &unreachable, 9);
+    let mut want: BTreeSet<NodeAddr> = order[..9].iter().copied().collect();
+    want.insert(order[10]);
+    assert_eq!(sel, want);
+}
+
 /// The fix option `gossip-skips-unreachable-members` (Akka before 2.6.10,
 /// `reachabilityExcludingDownedObservers`): a member that another member observes as
 /// unreachable is no gossip target. Without it (Akka since akka#29640, `validNodeForGossip`
