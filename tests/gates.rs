@@ -361,12 +361,16 @@ fn rebalances_while_unreachable(sc: &Arc<Scenario>, seed: u64) -> (usize, usize)
             {
                 unreachable = true;
             }
-            TraceEvent::MemberView { node, members } if node == NodeId(0) => {
-                if !members.iter().any(|m| m.node == NodeId(1)) {
-                    unreachable = false;
-                }
+            TraceEvent::MemberView {
+                node: NodeId(0),
+                members,
+            } if !members.iter().any(|m| m.node == NodeId(1)) => {
+                unreachable = false;
             }
-            TraceEvent::RebalanceStarted { coordinator, .. } if coordinator == NodeId(0) => {
+            TraceEvent::RebalanceStarted {
+                coordinator: NodeId(0),
+                ..
+            } => {
                 all += 1;
                 during += usize::from(unreachable);
             }
