@@ -1110,6 +1110,20 @@ fn a_reachable_former_heartbeat_receiver_is_not_kept() {
     );
 }
 
+/// Twelve nodes converged at 30 s, and a member outside node 0's ring selection (nine of its
+/// eleven peers are receivers).
+fn twelve_with_an_outsider() -> (Sim, NodeAddr) {
+    let mut s = Sim::new(12, MembershipConfig::default());
+    s.start_all();
+    s.run_until(secs(30));
+    assert_eq!(s.view_nodes(0).len(), 12);
+    let x = (1..12)
+        .map(addr)
+        .find(|a| !s.nodes[0].receivers.contains(a))
+        .expect("a member outside node 0's ring selection");
+    (s, x)
+}
+
 /// `ClusterHeartbeatSenderState.removeMember`: a former receiver kept heartbeated because it
 /// was not available (`oldReceiversNowUnreachable`) is dropped when it is removed from the
 /// cluster (a survivor of cargo-mutants kept it, and heartbeated a removed node for ever: `&&`
@@ -1118,26 +1132,20 @@ fn a_reachable_former_heartbeat_receiver_is_not_kept() {
 /// is unreachable); the member crashes, is downed and removed.
 #[test]
 fn a_removed_former_heartbeat_receiver_is_no_longer_heartbeated() {
-    let mut s = Sim::new(12, MembershipConfig::default());
-    s.start_all();
-    s.run_until(secs(30));
-    assert_eq!(s.view_nodes(0).len(), 12);
-    let x = (1..12)
-        .find(|&i| !s.nodes[0].receivers.contains(&addr(i)))
-        .expect("a member outside node 0's ring selection");
-    s.nodes[0].old_receivers_unreachable.insert(addr(x));
-    s.nodes[0].last_heard.insert(addr(x), s.now);
-    s.crashed.insert(x);
-    s.input(secs(30), 0, MInput::DownCommand(addr(x)));
+    let (mut s, x) = twelve_with_an_outsider();
+    s.nodes[0].old_receivers_unreachable.insert(x);
+    s.nodes[0].last_heard.insert(x, s.now);
+    s.crashed.insert(x.node.0 as usize);
+    s.input(secs(30), 0, MInput::DownCommand(x));
     s.run_until(secs(45));
     assert!(
-        !s.view_nodes(0).contains(&(x as u32)),
+        !s.view_nodes(0).contains(&x.node.0),
         "{:?}",
         s.view_nodes(0)
     );
     let m = &s.nodes[0];
-    assert!(!m.old_receivers_unreachable.contains(&addr(x)));
-    assert!(!m.last_heard.contains_key(&addr(x)));
+    assert!(!m.old_receivers_unreachable.contains(&x));
+    assert!(!m.last_heard.contains_key(&x));
 }
 
 /// `ClusterHeartbeatSenderState.membershipChange` keeps a receiver that leaves the ring
@@ -1147,16 +1155,10 @@ fn a_removed_former_heartbeat_receiver_is_no_longer_heartbeated() {
 /// `update_receivers`'s availability).
 #[test]
 fn a_silent_former_heartbeat_receiver_is_kept_before_it_is_marked_unreachable() {
-    let mut s = Sim::new(12, MembershipConfig::default());
-    s.start_all();
-    s.run_until(secs(30));
+    let (mut s, x) = twelve_with_an_outsider();
     let pause = Duration::from_millis(MembershipConfig::default().acceptable_heartbeat_pause_ms);
     let now = s.now;
     let m = &mut s.nodes[0];
-    let x = (1..12)
-        .map(addr)
-        .find(|a| !m.receivers.contains(a))
-        .expect("a member outside node 0's ring selection");
     assert!(!m.observes_unreachable(x));
     // As if x had been a receiver, silent for twice the pause, not yet marked unreachable.
     m.receivers.insert(x);
@@ -1173,15 +1175,9 @@ fn a_silent_former_heartbeat_receiver_is_kept_before_it_is_marked_unreachable() 
 /// `on_deliver`).
 #[test]
 fn a_former_receiver_that_answers_is_no_longer_heartbeated() {
-    let mut s = Sim::new(12, MembershipConfig::default());
-    s.start_all();
-    s.run_until(secs(30));
+    let (mut s, x) = twelve_with_an_outsider();
     let now = s.now;
     let m = &mut s.nodes[0];
-    let x = (1..12)
-        .map(addr)
-        .find(|a| !m.receivers.contains(a))
-        .expect("a member outside node 0's ring selection");
     m.old_receivers_unreachable.insert(x);
     m.last_heard.insert(x, Instant(0));
     let r = *m.receivers.iter().next().unwrap();
