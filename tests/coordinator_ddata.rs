@@ -255,6 +255,29 @@ fn a_non_empty_state_waits_for_state_initialized_stashing_and_deferring() {
 }
 
 #[test]
+fn a_state_holding_only_a_proxy_is_not_empty() {
+    // `State.isEmpty` is `shards.isEmpty && regions.isEmpty && regionProxies.isEmpty` (SC):
+    // a state with a registered proxy and nothing else waits for StateInitialized too, so
+    // the proxy is watched before the coordinator answers anyone.
+    let (mut t, _) = T::start();
+    t.h(Input::MembersChanged(all_up()));
+    let events = [CoordinatorEvent::ShardRegionProxyRegistered { proxy: reg(B) }];
+    let out = t.h(Input::StateRead(StateReadResult::Found(Box::new(
+        state_of(&events),
+    ))));
+    assert_eq!(
+        out,
+        vec![
+            O::Obs(Observation::CoordinatorStateLoaded {
+                state: Box::new(state_of(&events)),
+            }),
+            O::Set(Timer::StateInitialized, ms(500)),
+        ]
+    );
+    assert_eq!(t.register(A), vec![], "stashed until StateInitialized");
+}
+
+#[test]
 fn during_an_update_a_known_home_is_answered_and_others_wait_one_at_a_time() {
     let mut t = T::active(&[registered(A), registered(B), allocated(1, A)]);
     let base = [registered(A), registered(B), allocated(1, A)];
