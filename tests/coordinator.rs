@@ -979,6 +979,62 @@ fn graceful_shutdown_req_of_an_unknown_region_is_ignored() {
 }
 
 #[test]
+fn with_down_removal_margin_a_removed_regions_termination_waits_for_the_margin() {
+    // akka-sharding.md §3.5 (akka#18314): with `down-removal-margin`, the Terminated of a
+    // region that was alive and whose node was removed is delayed by the margin
+    // (`DelayedShardRegionTerminated`); the termination is persisted only when it fires.
+    let settings = Settings {
+        down_removal_margin_ms: 5_000,
+        ..Settings::default()
+    };
+    let mut t = T::active_with(settings, ProtocolOptions::default(), &a_least_loaded());
+    let mut members = all_up();
+    members[1].status = MemberStatus::Removed;
+    assert_eq!(
+        t.h(Input::MembersChanged(members)),
+        vec![O::Set(
+            Timer::DelayedShardRegionTerminated(reg(A)),
+            ms(5_000)
+        )]
+    );
+    // In the window a GetShardHome for one of A's shards is ignored (no reply).
+    assert_eq!(t.get_home(B, 1), vec![]);
+    assert_eq!(
+        t.h(Input::Timeout(Timer::DelayedShardRegionTerminated(reg(A)))),
+        vec![O::Persist(CoordinatorEvent::ShardRegionTerminated {
+            region: reg(A)
+        })]
+    );
+}
+
+#[test]
+fn a_region_whose_member_left_the_view_is_invisible_to_the_rebalance() {
+    // `regionEntriesFor` (§10.1): a region whose member is unknown in the current view is
+    // left out. A's node is gone from the view while its termination waits out
+    // down-removal-margin: its four shards are no imbalance for B to take.
+    let settings = Settings {
+        down_removal_margin_ms: 5_000,
+        ..Settings::default()
+    };
+    let mut t = T::active_with(settings, ProtocolOptions::default(), &imbalanced());
+    let members: Vec<Member> = all_up()
+        .into_iter()
+        .filter(|m| m.node != NodeId(A))
+        .collect();
+    assert_eq!(
+        t.h(Input::MembersChanged(members)),
+        vec![O::Set(
+            Timer::DelayedShardRegionTerminated(reg(A)),
+            ms(5_000)
+        )]
+    );
+    assert_eq!(
+        t.h(Input::Timeout(Timer::RebalanceTick)),
+        vec![O::Set(Timer::RebalanceTick, ms(10_000))]
+    );
+}
+
+#[test]
 fn region_stopped_is_the_regions_termination_at_once() {
     let mut t = T::active(&a_least_loaded());
     let out = t.from(A, Msg::RegionStopped { region: reg(A) });
