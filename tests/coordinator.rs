@@ -470,6 +470,22 @@ fn recovery_replays_the_journal_and_waits_for_state_initialized() {
     assert_eq!(t.get_home(A, 1), vec![home(A, 1, A)]);
 }
 
+#[test]
+fn no_rebalance_before_state_initialized_even_when_imbalanced() {
+    // PersistentShardCoordinator `waitingForStateInitialized` leaves RebalanceTick unhandled:
+    // A holds four shards and B none, yet nothing moves until StateInitialized.
+    let (mut t, _) = T::recover(
+        Settings::default(),
+        ProtocolOptions::default(),
+        &imbalanced(),
+    );
+    t.h(Input::MembersChanged(all_up()));
+    assert_eq!(
+        t.h(Input::Timeout(Timer::RebalanceTick)),
+        vec![O::Set(Timer::RebalanceTick, ms(10_000))]
+    );
+}
+
 /// SC:1294-1322: `watchStateActors` whenever the recovered state names a region *or* a proxy;
 /// only a state with neither is active at once.
 #[test]
