@@ -457,6 +457,46 @@ mod tests {
     }
 
     #[test]
+    fn per_incarnation_extractors_disagree_for_every_schedule_seed() {
+        // The salt is the schedule's seed, and campaigns start at seed 0: incarnations must
+        // disagree whatever the salt's bits, 0 included.
+        for salt in [0, 1, 7, u64::MAX] {
+            let x = Extractors::new(ExtractorKind::PerIncarnation, 20, 100, salt);
+            let shards = |r: RegionRef| -> Vec<ShardId> {
+                let ex = x.for_region(r);
+                (0..100).map(|e| ex.shard_id(EntityId(e))).collect()
+            };
+            let (a, b) = (shards(region(0, 1)), shards(region(1, 1)));
+            let differ = a.iter().zip(&b).filter(|(s, t)| s != t).count();
+            assert!(differ > 50, "salt {salt}: only {differ} of 100 differ");
+        }
+    }
+
+    #[test]
+    fn changed_on_restart_hashes_with_fnv_then_with_akkas_hash_code() {
+        // §12 B9: incarnations up to the first generation's number use FNV, later ones
+        // Akka's HashCodeMessageExtractor.
+        let x =
+            Extractors::new(ExtractorKind::ChangedOnRestart, 20, 100, 0).with_first_generation(3);
+        let fnv = HashExtractor { shards: 20 };
+        let akka = AkkaHashCodeExtractor {
+            max_number_of_shards: 20,
+        };
+        let shards = |ex: &dyn ShardExtractor| -> Vec<ShardId> {
+            (0..100).map(|e| ex.shard_id(EntityId(e))).collect()
+        };
+        assert_ne!(shards(&fnv), shards(&akka));
+        for inc in [1, 3] {
+            assert_eq!(
+                shards(&*x.for_region(region(0, inc))),
+                shards(&fnv),
+                "{inc}"
+            );
+        }
+        assert_eq!(shards(&*x.for_region(region(0, 4))), shards(&akka));
+    }
+
+    #[test]
     fn per_incarnation_extractors_disagree_deterministically() {
         let x = Extractors::new(ExtractorKind::PerIncarnation, 20, 100, 7);
         assert!(x.shared().is_none());
