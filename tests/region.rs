@@ -507,6 +507,22 @@ fn host_shard_without_buffer_only_hosts_and_replies() {
 }
 
 #[test]
+fn a_workload_shard_failure_reaches_the_hosted_shard_as_a_local_fail() {
+    // The workload's `shard-failure` fault (§12 B9/B35 schedules): the Shard of the entity
+    // gets a local `Fail`, so it throws when it handles it; no Shard, no failure.
+    let mut t = T::new(1).registered();
+    let mut out = Outbox::default();
+    t.r.shard_of_entity_fails(EntityId(3), &mut out);
+    assert!(out.0.is_empty(), "{:?}", out.0);
+    t.from(coord(0), Msg::HostShard { shard: shard(0) });
+    t.r.shard_of_entity_fails(EntityId(3), &mut out);
+    assert_eq!(
+        out.0.iter().map(norm).collect::<Vec<_>>(),
+        vec![to_shard(0, 0, ShardMsg::Fail)]
+    );
+}
+
+#[test]
 fn buffer_size_limit_drops_with_buffer_full() {
     let settings = Settings {
         buffer_size: 2,
