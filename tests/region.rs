@@ -523,6 +523,24 @@ fn a_workload_shard_failure_reaches_the_hosted_shard_as_a_local_fail() {
 }
 
 #[test]
+fn start_entity_for_a_shard_without_home_asks_the_coordinator_once() {
+    // `deliverMessage` (§2.6): a StartEntity for a shard whose home is unknown asks
+    // GetShardHome, unless a buffer for the shard shows the request is already out.
+    let mut t = T::new(1).registered();
+    let start = Msg::StartEntity {
+        entity: EntityId(3),
+        starter: reg(2),
+        for_shard: shard(0),
+    };
+    assert_eq!(
+        t.from(raddr(2), start.clone()),
+        vec![send(coord(0), Msg::GetShardHome { shard: shard(0) })]
+    );
+    t.req(env(1, 3, 1));
+    assert_eq!(t.from(raddr(2), start), vec![]);
+}
+
+#[test]
 fn buffer_size_limit_drops_with_buffer_full() {
     let settings = Settings {
         buffer_size: 2,
