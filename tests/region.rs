@@ -533,7 +533,7 @@ fn start_entity_for_a_shard_without_home_asks_the_coordinator_once() {
         for_shard: shard(0),
     };
     assert_eq!(
-        t.from(raddr(2), start.clone()),
+        t.from(raddr(2), start),
         vec![send(coord(0), Msg::GetShardHome { shard: shard(0) })]
     );
     t.req(env(1, 3, 1));
