@@ -541,6 +541,18 @@ fn start_entity_for_a_shard_without_home_asks_the_coordinator_once() {
 }
 
 #[test]
+fn coordinator_terminated_of_another_coordinator_is_ignored() {
+    // Terminated(coordinator) (§5.1) concerns only the watched coordinator: the stop of one
+    // on another node (same incarnation number) leaves the registration alone; the region's
+    // own coordinator stopping makes it register again.
+    let mut t = T::new(1).registered();
+    assert_eq!(t.from(coord(2), Msg::CoordinatorTerminated), vec![]);
+    assert_eq!(t.r.coordinator(), Some(coord(0)));
+    t.from(coord(0), Msg::CoordinatorTerminated);
+    assert_eq!(t.r.coordinator(), None);
+}
+
+#[test]
 fn buffer_size_limit_drops_with_buffer_full() {
     let settings = Settings {
         buffer_size: 2,
