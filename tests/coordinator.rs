@@ -994,18 +994,14 @@ fn graceful_shutdown_req_of_an_unknown_region_is_ignored() {
     assert_eq!(t.get_home(A, 6), vec![O::Persist(allocated(6, A))]);
 }
 
-#[test]
-fn with_down_removal_margin_a_removed_regions_termination_waits_for_the_margin() {
-    // akka-sharding.md §3.5 (akka#18314): with `down-removal-margin`, the Terminated of a
-    // region that was alive and whose node was removed is delayed by the margin
-    // (`DelayedShardRegionTerminated`); the termination is persisted only when it fires.
+/// Active from `journal` with a down-removal-margin of 5 s; then the view `members`, where A's
+/// member is no longer alive, delays A's termination by the margin.
+fn a_terminating_within_the_margin(journal: &[CoordinatorEvent], members: Vec<Member>) -> T {
     let settings = Settings {
         down_removal_margin_ms: 5_000,
         ..Settings::default()
     };
-    let mut t = T::active_with(settings, ProtocolOptions::default(), &a_least_loaded());
-    let mut members = all_up();
-    members[1].status = MemberStatus::Removed;
+    let mut t = T::active_with(settings, ProtocolOptions::default(), journal);
     assert_eq!(
         t.h(Input::MembersChanged(members)),
         vec![O::Set(
@@ -1013,6 +1009,17 @@ fn with_down_removal_margin_a_removed_regions_termination_waits_for_the_margin()
             ms(5_000)
         )]
     );
+    t
+}
+
+#[test]
+fn with_down_removal_margin_a_removed_regions_termination_waits_for_the_margin() {
+    // akka-sharding.md §3.5 (akka#18314): with `down-removal-margin`, the Terminated of a
+    // region that was alive and whose node was removed is delayed by the margin
+    // (`DelayedShardRegionTerminated`); the termination is persisted only when it fires.
+    let mut members = all_up();
+    members[1].status = MemberStatus::Removed;
+    let mut t = a_terminating_within_the_margin(&a_least_loaded(), members);
     // In the window a GetShardHome for one of A's shards is ignored (no reply).
     assert_eq!(t.get_home(B, 1), vec![]);
     assert_eq!(
@@ -1028,22 +1035,11 @@ fn a_region_whose_member_left_the_view_is_invisible_to_the_rebalance() {
     // `regionEntriesFor` (§10.1): a region whose member is unknown in the current view is
     // left out. A's node is gone from the view while its termination waits out
     // down-removal-margin: its four shards are no imbalance for B to take.
-    let settings = Settings {
-        down_removal_margin_ms: 5_000,
-        ..Settings::default()
-    };
-    let mut t = T::active_with(settings, ProtocolOptions::default(), &imbalanced());
     let members: Vec<Member> = all_up()
         .into_iter()
         .filter(|m| m.node != NodeId(A))
         .collect();
-    assert_eq!(
-        t.h(Input::MembersChanged(members)),
-        vec![O::Set(
-            Timer::DelayedShardRegionTerminated(reg(A)),
-            ms(5_000)
-        )]
-    );
+    let mut t = a_terminating_within_the_margin(&imbalanced(), members);
     assert_eq!(
         t.h(Input::Timeout(Timer::RebalanceTick)),
         vec![O::Set(Timer::RebalanceTick, ms(10_000))]

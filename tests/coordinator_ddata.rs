@@ -129,6 +129,26 @@ impl T {
         self.h(Input::StateWritten(r))
     }
 
+    /// Started, every member Up, then the state `events` build read: it is loaded, and (not
+    /// empty) the coordinator waits for StateInitialized.
+    fn loading_non_empty(events: &[CoordinatorEvent]) -> T {
+        let (mut t, _) = T::start();
+        t.h(Input::MembersChanged(all_up()));
+        let out = t.h(Input::StateRead(StateReadResult::Found(Box::new(
+            state_of(events),
+        ))));
+        assert_eq!(
+            out,
+            vec![
+                O::Obs(Observation::CoordinatorStateLoaded {
+                    state: Box::new(state_of(events)),
+                }),
+                O::Set(Timer::StateInitialized, ms(500)),
+            ]
+        );
+        t
+    }
+
     /// Started, read the state `events` build (or `NotFound` for none), initialised, every
     /// member Up, A and B registered.
     fn active(events: &[CoordinatorEvent]) -> T {
@@ -220,21 +240,7 @@ fn an_empty_state_activates_at_once() {
 
 #[test]
 fn a_non_empty_state_waits_for_state_initialized_stashing_and_deferring() {
-    let (mut t, _) = T::start();
-    t.h(Input::MembersChanged(all_up()));
-    let events = [registered(A), registered(B), allocated(1, A)];
-    let out = t.h(Input::StateRead(StateReadResult::Found(Box::new(
-        state_of(&events),
-    ))));
-    assert_eq!(
-        out,
-        vec![
-            O::Obs(Observation::CoordinatorStateLoaded {
-                state: Box::new(state_of(&events)),
-            }),
-            O::Set(Timer::StateInitialized, ms(500)),
-        ]
-    );
+    let mut t = T::loading_non_empty(&[registered(A), registered(B), allocated(1, A)]);
     // waitingForStateInitialized: Register is stashed, GetShardHome deferred (deduplicated).
     assert_eq!(t.register(A), vec![]);
     assert_eq!(t.get_home(B, 1), vec![]);
@@ -259,21 +265,8 @@ fn a_state_holding_only_a_proxy_is_not_empty() {
     // `State.isEmpty` is `shards.isEmpty && regions.isEmpty && regionProxies.isEmpty` (SC):
     // a state with a registered proxy and nothing else waits for StateInitialized too, so
     // the proxy is watched before the coordinator answers anyone.
-    let (mut t, _) = T::start();
-    t.h(Input::MembersChanged(all_up()));
-    let events = [CoordinatorEvent::ShardRegionProxyRegistered { proxy: reg(B) }];
-    let out = t.h(Input::StateRead(StateReadResult::Found(Box::new(
-        state_of(&events),
-    ))));
-    assert_eq!(
-        out,
-        vec![
-            O::Obs(Observation::CoordinatorStateLoaded {
-                state: Box::new(state_of(&events)),
-            }),
-            O::Set(Timer::StateInitialized, ms(500)),
-        ]
-    );
+    let mut t =
+        T::loading_non_empty(&[CoordinatorEvent::ShardRegionProxyRegistered { proxy: reg(B) }]);
     assert_eq!(t.register(A), vec![], "stashed until StateInitialized");
 }
 
