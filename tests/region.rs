@@ -1031,6 +1031,31 @@ fn a_message_for_a_starting_shard_is_buffered_at_the_region_until_shard_initiali
 }
 
 #[test]
+fn a_shard_initialized_of_another_shard_instance_is_ignored() {
+    // `initializeShard` runs for the Shard actor that sent ShardInitialized (SR:1275-1279): one
+    // from another instance of the shard (here uid 5, while uid 0 starts) does not take the
+    // starting Shard out of `startingShards`, and a repeated one does nothing.
+    let mut t = T::new(1).registered();
+    t.step(host_shard(1)); // uid 0; its InitDone is in flight
+    assert_eq!(t.step(Input::Request(env(1, 4, 1))), vec![]); // buffered: starting
+    let stale = Local::ShardInitialized {
+        shard: shard(1),
+        uid: 5,
+    };
+    assert_eq!(t.run(|r, now, out| r.local(now, stale, out)), vec![]);
+    assert!(!t.slot(1).unwrap().initialized);
+    assert_eq!(t.r.buffered_total(), 1);
+    // The starting Shard's own ShardInitialized delivers the buffer to it, once.
+    assert_eq!(t.pump(), vec![started(4, 1, 0), delivered(env(1, 4, 1), 0)]);
+    let again = Local::ShardInitialized {
+        shard: shard(1),
+        uid: 0,
+    };
+    assert_eq!(t.run(|r, now, out| r.local(now, again, out)), vec![]);
+    assert!(t.slot(1).unwrap().initialized);
+}
+
+#[test]
 fn hand_off_before_shard_initialized_goes_to_the_starting_shard() {
     // akka#18945 (§12 B1, fixed): a Shard that has not sent ShardInitialized yet is still one
     // the region has, so the HandOff goes to it and ShardStopped comes from it.
