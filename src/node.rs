@@ -1606,6 +1606,15 @@ mod tests {
     /// itself and its local messages arrive at once, journal writes are acknowledged after
     /// 1 ms.
     fn run_alone(sends: &[Envelope], until_ms: u64) -> Vec<(Instant, NodeOutput)> {
+        run_alone_node(sends, until_ms).2
+    }
+
+    /// [`run_alone`], also returning the node and its journal.
+    #[allow(clippy::type_complexity)]
+    fn run_alone_node(
+        sends: &[Envelope],
+        until_ms: u64,
+    ) -> (Node, Vec<CoordinatorEvent>, Vec<(Instant, NodeOutput)>) {
         let me = NodeAddr {
             node: NodeId(0),
             inc: NodeInc(1),
@@ -1675,7 +1684,7 @@ mod tests {
                 seen.push((now, o));
             }
         }
-        seen
+        (node, journal, seen)
     }
 
     #[test]
@@ -1709,6 +1718,48 @@ mod tests {
             })
             .collect();
         assert_eq!(delivered, vec![(1, 1), (2, 1), (3, 1)]);
+    }
+
+    /// The coordinator learns of the stop of the region on its own node by death watch
+    /// (SC:1316-1327) when that region was not registered with it (so no `RegionStopped` of its
+    /// postStop reaches it): the region's termination is persisted at once. A region registered
+    /// with it tells it itself, and the node adds nothing.
+    #[test]
+    fn a_local_region_not_registered_here_is_watched_to_its_stop() {
+        let sends = [Envelope {
+            sender: crate::ids::SenderId(0),
+            entity: EntityId(7),
+            seq: 1,
+        }];
+        let (mut node, journal, _) = run_alone_node(&sends, 10_000);
+        let region = node.region.take().expect("the region runs");
+        let me = RegionRef {
+            node: node.me.node,
+            inc: node.me.inc,
+        };
+        let c = node.coordinator().expect("the coordinator runs");
+        assert_eq!(region.coordinator(), Some(c.addr()));
+        assert!(c.state().regions.contains_key(&me));
+        let terminated = |out: &[NodeOutput]| {
+            out.iter().any(|o| {
+                matches!(o, NodeOutput::Persist { event: CoordinatorEvent::ShardRegionTerminated { region }, .. } if *region == me)
+            })
+        };
+        let mut next = Incarnations { next: 100 };
+        let mut host = Collect {
+            out: Vec::new(),
+            journal: Some(&journal),
+            incarnations: &mut next,
+        };
+        // Registered here: its own RegionStopped is on its way; the node sends nothing.
+        node.local_region_terminated(Instant(10_000_000), Some(region), &mut host);
+        assert!(host.out.is_empty());
+        // The same region, not registered (a fresh instance, as after a hand-over of the
+        // coordinator to this node): death watch tells the coordinator.
+        let fresh = Region::new(me, true, config().region.clone());
+        assert_eq!(fresh.coordinator(), None);
+        node.local_region_terminated(Instant(10_000_000), Some(fresh), &mut host);
+        assert!(terminated(&host.out), "{:?}", host.out);
     }
 
     #[test]
