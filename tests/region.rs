@@ -1056,6 +1056,26 @@ fn a_shard_initialized_of_another_shard_instance_is_ignored() {
 }
 
 #[test]
+fn a_shard_terminated_of_another_shard_instance_is_ignored() {
+    // `Terminated(shard)` (SR:1040-1093) is for the Shard actor the region watches: the
+    // termination of another instance of the shard (uid 5) leaves the running Shard (uid 0) in
+    // place, and messages keep reaching it.
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    assert!(t.slot(1).unwrap().initialized);
+    let stale = Local::ShardTerminated {
+        shard: shard(1),
+        uid: 5,
+    };
+    assert_eq!(t.run(|r, now, out| r.local(now, stale, out)), vec![]);
+    assert_eq!(t.slot(1).unwrap().shard.uid(), 0);
+    assert_eq!(
+        t.req(env(1, 4, 1)),
+        vec![started(4, 1, 0), delivered(env(1, 4, 1), 0)]
+    );
+}
+
+#[test]
 fn hand_off_before_shard_initialized_goes_to_the_starting_shard() {
     // akka#18945 (§12 B1, fixed): a Shard that has not sent ShardInitialized yet is still one
     // the region has, so the HandOff goes to it and ShardStopped comes from it.
