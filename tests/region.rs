@@ -195,6 +195,38 @@ fn members_changed_with_same_oldest_keeps_the_coordinator() {
 }
 
 #[test]
+fn homes_on_a_down_or_removed_member_are_forgotten() {
+    // Death watch of the other regions (§5.4, SR `Terminated(ref) if regions.contains(ref)`):
+    // a region whose member is Down or gone from the view is Terminated, and the shards it
+    // was home of are asked for again; homes on live members (and this region) stay.
+    let mut t = T::new(1).registered();
+    for (s, r) in [(1, 2), (2, 3), (3, 4), (4, 5)] {
+        t.from(
+            coord(0),
+            Msg::ShardHome {
+                shard: shard(s),
+                region: reg(r),
+            },
+        );
+    }
+    let out = t.h(Input::MembersChanged(vec![
+        member(0, 1, MemberStatus::Up, true),
+        member(1, 2, MemberStatus::Up, true),
+        member(2, 3, MemberStatus::Down, true),
+        member(4, 5, MemberStatus::Leaving, true),
+        member(5, 6, MemberStatus::Removed, true),
+    ]));
+    assert_eq!(out, vec![]);
+    assert_eq!(t.r.coordinator(), Some(coord(0)));
+    let homes: Vec<_> = (1..=4).map(|s| t.r.home_of(shard(s))).collect();
+    assert_eq!(homes, vec![None, None, Some(reg(4)), None]);
+    assert_eq!(
+        t.req(env(3, 4, 1)),
+        vec![send(coord(0), Msg::GetShardHome { shard: shard(1) })]
+    );
+}
+
+#[test]
 fn oldest_change_forgets_the_coordinator_and_registers_again() {
     let mut t = T::new(1).registered();
     let out = t.h(Input::MembersChanged(vec![
