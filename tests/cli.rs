@@ -75,6 +75,24 @@ fn bad_scenario_files_name_file_line_and_field() {
     assert!(err.contains("tests/data/bad/syntax.toml:2"), "{err}");
 }
 
+/// A `fixed-by` naming no fix option lists the fix options (rule 4: the user picks one of
+/// them).
+#[test]
+fn an_unknown_fixed_by_lists_the_fix_options() {
+    let file = "tests/data/bad/known-fixed-by.toml";
+    let (code, _, err) = shardsim(&["run", file, "--seed", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "\"handoff-ack-via-ownr\" is not a fix option (one of handoff-ack-via-owner, \
+             host-shard-resend-skips-handoff, hand-over-keeps-local-region, \
+             rebalance-skips-shutting-down-regions, handoff-during-handoff-answered, \
+             gossip-skips-unreachable-members, down-self-gossip-excludes-downed-observers)"
+        ),
+        "{err}"
+    );
+}
+
 /// A setting the madsim host cannot express exits 2 naming file, line and field, on `run`,
 /// `fuzz` and `agree`; the own world runs the same file.
 #[test]
