@@ -446,6 +446,32 @@ fn load_timeout_stops_the_shard_and_the_region_restarts_it_after_the_backoff() {
 }
 
 #[test]
+fn host_shard_while_a_failed_shard_stops_starts_the_shard_when_it_has_terminated() {
+    // The fix of §12 B19 (PR akka#32976) for a Shard that stops without a hand-off (its load
+    // timed out): a HostShard that comes before its termination is held, and the new Shard
+    // starts when the old one has terminated, acked then, with no RestartShard backoff.
+    let mut t = T::with(1, true, remember(), ProtocolOptions::default()).registered();
+    t.step(host_shard(1));
+    t.next_local();
+    assert_eq!(t.req(env(1, 4, 1)), vec![]);
+    t.step(Input::Timeout(ret(1, 0))); // the Shard stops; its termination is in flight
+    assert!(!t.slot(1).unwrap().handing_off);
+    assert_eq!(t.step(host_shard(1)), vec![]);
+    assert_eq!(t.slot(1).unwrap().host_pending, Some(coord(0)));
+    assert_eq!(t.r.buffered_total(), 1);
+    assert_eq!(
+        t.pump(),
+        vec![
+            obs(Observation::ShardHosted(shard(1))),
+            send(coord(0), Msg::ShardStarted { shard: shard(1) }),
+            get_entities(1, 1, 0),
+            O::Set(ret(1, 1), ms(LOAD_TIMEOUT_MS)),
+        ]
+    );
+    assert_eq!(t.r.buffered_total(), 1); // until the new Shard has loaded
+}
+
+#[test]
 fn restart_shard_starts_nothing_when_this_region_is_no_longer_the_home() {
     let mut t = T::with(1, true, remember(), ProtocolOptions::default()).registered();
     t.step(host_shard(1));
