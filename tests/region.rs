@@ -16,8 +16,8 @@ use shardsim::ids::{EntityId, ShardId};
 use shardsim::protocol::settings::{Mutation, ProtocolOptions, Settings};
 use shardsim::protocol::shard::EntityState;
 use shardsim::protocol::{
-    DropReason, Input, Local, LocalDelay, MemberStatus, Msg, Observation, Outbox, ShardMsg,
-    ShardTimer, StopReason, Timer,
+    DropReason, Input, Local, LocalDelay, MemberStatus, Msg, Observation, Outbox, ShardFailure,
+    ShardMsg, ShardTimer, StopReason, Timer,
 };
 use shardsim::time::Instant;
 
@@ -552,6 +552,40 @@ fn a_workload_shard_failure_reaches_the_hosted_shard_as_a_local_fail() {
         out.0.iter().map(norm).collect::<Vec<_>>(),
         vec![to_shard(0, 0, ShardMsg::Fail)]
     );
+}
+
+#[test]
+fn a_fail_restarts_a_running_shard_and_is_ignored_while_it_hands_off() {
+    // The injected failure throws in a running Shard: default supervision restarts it (its
+    // entities stop first). A Shard handing off (the HandOffStopper runs) does not fail.
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    let fail = Local::ToShard {
+        shard: shard(1),
+        uid: 0,
+        msg: ShardMsg::Fail,
+    };
+    let mut got = t.run(|r, now, out| r.local(now, fail, out));
+    got.retain(|o| !matches!(o, O::Local(_)));
+    got.extend(t.pump());
+    assert_eq!(
+        got,
+        vec![
+            obs(Observation::ShardFailed {
+                shard: shard(1),
+                cause: ShardFailure::Injected,
+            }),
+            stopped(4, StopReason::ShardRestart, 0),
+        ]
+    );
+    t.req(env(1, 4, 2)); // entity 4 again, in the restarted Shard
+    t.from(coord(0), Msg::BeginHandOff { shard: shard(1) });
+    t.step(hand_off(1));
+    t.next_local(); // HandOff at the Shard: entity 4's stop is in flight
+    assert!(t.slot(1).unwrap().shard.handing_off());
+    assert_eq!(t.run(|r, now, out| r.local(now, fail, out)), vec![]);
+    assert!(t.slot(1).unwrap().shard.handing_off());
 }
 
 #[test]
