@@ -1171,6 +1171,28 @@ fn hand_off_before_shard_initialized_goes_to_the_starting_shard() {
 }
 
 #[test]
+fn a_hand_off_reaching_the_shard_before_its_init_done_waits_for_it() {
+    // The Shard's initialisation takes `shard-init-ms` and the region's HandOff only a mailbox
+    // hop, so the HandOff can reach a Shard still initialising: it is stashed, not taken for
+    // the end of the initialisation, and handled once the Shard has initialised.
+    let mut t = T::new(1).registered();
+    t.step(host_shard(1)); // InitDone queued
+    t.step(begin_hand_off(1));
+    t.step(hand_off(1)); // the HandOff to the Shard queued behind it
+    t.pending.swap(0, 1);
+    assert_eq!(t.next_local(), vec![]); // the HandOff: stashed
+    assert!(!t.slot(1).unwrap().initialized);
+    assert_eq!(
+        t.pump(),
+        vec![
+            send(coord(0), Msg::ShardStopped { shard: shard(1) }),
+            obs(Observation::ShardUnhosted(shard(1))),
+        ]
+    );
+    assert_eq!(t.r.hosted().count(), 0);
+}
+
+#[test]
 fn legacy_hand_off_before_shard_initialized_is_answered_at_once_and_the_shard_keeps_running() {
     // Akka before 2.4.1 (§12 B1): HandOff for a shard in `startingShards` is answered with
     // ShardStopped by the region, and the starting Shard keeps running.

@@ -510,6 +510,25 @@ fn store_stopped_while_loading_stops_the_shard_for_the_region_to_restart() {
     assert!(t.slot(1).is_none());
 }
 
+#[test]
+fn store_stopped_while_loading_alone_stops_the_shard() {
+    // SH awaitingRememberedEntities: the store's termination while loading stops the Shard at
+    // once, without waiting for the load timeout.
+    let mut t = T::with(1, true, remember(), ProtocolOptions::default()).registered();
+    t.step(host_shard(1));
+    t.next_local();
+    assert_eq!(
+        reply(&mut t, 1, 0, 0, StoreReplyKind::StoreStopped),
+        vec![
+            obs(Observation::ShardLoadFailed(shard(1))),
+            obs(Observation::ShardUnhosted(shard(1))),
+            O::Cancel(ret(1, 0)),
+            O::Set(Timer::RestartShard(shard(1)), ms(SHARD_FAILURE_BACKOFF_MS)),
+        ]
+    );
+    assert!(t.slot(1).is_none());
+}
+
 // ---- 3. write path (§6.3, §6.4) ----
 
 #[test]
