@@ -1231,6 +1231,35 @@ fn legacy_hand_off_before_shard_initialized_is_answered_at_once_and_the_shard_ke
     assert_eq!(t.r.hosted().count(), 1);
 }
 
+#[test]
+fn with_handoff_during_handoff_answered_each_worker_gets_one_shard_stopped() {
+    // The fix option of hazards/handoff-cut-by-hand-over.toml: a HandOff during a running
+    // hand-off is answered when it ends, once per worker; the running hand-off's own worker,
+    // sending again, is not answered twice.
+    let opts = ProtocolOptions {
+        handoff_during_handoff_answered: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = T::with(1, true, quiet(), opts).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    t.from(coord(0), Msg::BeginHandOff { shard: shard(1) });
+    t.step(hand_off(1));
+    t.next_local(); // HandOff at the Shard: entity 4's stop message queued
+    for from in [coord(0), coord(2), coord(2)] {
+        t.step(Input::Deliver {
+            from,
+            msg: Msg::HandOff { shard: shard(1) },
+        });
+    }
+    let stopped: Vec<_> = sends(&t.pump())
+        .into_iter()
+        .filter(|(_, m)| matches!(m, Msg::ShardStopped { .. }))
+        .map(|(to, _)| to)
+        .collect();
+    assert_eq!(stopped, vec![coord(0), coord(2)]);
+}
+
 /// Shard 1 hosted here with entity 4 (incarnation 0), handed off up to the point where the
 /// Shard has sent ShardStopped and stopped, but its termination has not reached the region.
 fn shard_stopping_after_hand_off(opts: ProtocolOptions) -> T {
@@ -1373,6 +1402,54 @@ fn passivate_stops_the_entity_buffers_in_the_shard_and_restarts_it_for_the_buffe
     assert_eq!(
         t.slot(1).unwrap().shard.entities().collect::<Vec<_>>(),
         vec![(EntityId(4), 1, EntityState::Active)]
+    );
+}
+
+#[test]
+fn a_message_reaching_an_entity_after_its_stop_message_is_lost() {
+    // §8 step 6: what is in the mailbox of an entity actor behind its stop message is lost
+    // (dead letters): a message the Shard sent it before the passivation, but that reaches it
+    // after the stop message, is dropped, not delivered.
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    t.step(Input::Request(env(1, 4, 2)));
+    t.next_local(); // at the Shard: to entity 4, queued
+    t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
+    t.pending.swap(0, 1);
+    t.next_local(); // Passivate at the Shard: the stop message to entity 4, queued
+    t.pending.swap(0, 1);
+    t.next_local(); // entity 4 processes its stop message first
+    assert_eq!(
+        t.next_local(),
+        vec![dropped(env(1, 4, 2), DropReason::EntityStopped)]
+    );
+}
+
+#[test]
+fn start_entity_without_remember_entities_starts_the_entity_and_acks() {
+    // `ShardRegion.StartEntity` is public API, also without remember-entities: the Shard
+    // creates the entity (getOrCreateEntity) and acks the starter (SH `startEntity`).
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    let start = Msg::StartEntity {
+        entity: EntityId(4),
+        starter: reg(2),
+        for_shard: shard(1),
+    };
+    assert_eq!(
+        t.from(raddr(2), start),
+        vec![
+            started(4, 1, 0),
+            send(
+                raddr(2),
+                Msg::StartEntityAck {
+                    entity: EntityId(4),
+                    shard: shard(1),
+                    for_shard: shard(1),
+                }
+            ),
+        ]
     );
 }
 
