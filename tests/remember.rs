@@ -1022,6 +1022,32 @@ fn crashed_remembered_entity_restarts_only_after_its_termination() {
 }
 
 #[test]
+fn pre_fix_b35_a_passivating_entity_that_crashes_drops_its_buffer() {
+    // akka.net#7979: the crashed entity is forgotten at once; what the Shard buffered for it
+    // while it passivated goes to dead letters, and the Shard's buffered count with it.
+    let opts = ProtocolOptions {
+        entity_restart_before_terminated: true,
+        ..ProtocolOptions::default()
+    };
+    let mut t = loaded(opts);
+    started_by_message(&mut t, 4);
+    t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
+    t.next_local(); // Passivating; its stop message queued
+    t.step(Input::Request(env(1, 4, 2)));
+    let msg = t.pending.pop_back().unwrap();
+    t.pending.push_front(msg);
+    assert_eq!(t.next_local(), vec![]); // buffered behind the passivation
+    assert_eq!(t.slot(1).unwrap().shard.buffered(), 1);
+    let out = t.run(|r, _, out| r.entity_stops_itself(EntityId(4), 0, StopReason::Crashed, out));
+    assert!(
+        out.contains(&dropped(env(1, 4, 2), DropReason::EntityStopped)),
+        "{out:?}"
+    );
+    assert_eq!(states(&t, 1), vec![]);
+    assert_eq!(t.slot(1).unwrap().shard.buffered(), 0);
+}
+
+#[test]
 fn pre_fix_b35_a_crashed_entity_forgotten_while_terminating_fails_the_shard_on_restart() {
     let opts = ProtocolOptions {
         entity_restart_before_terminated: true,
