@@ -589,6 +589,53 @@ fn a_fail_restarts_a_running_shard_and_is_ignored_while_it_hands_off() {
 }
 
 #[test]
+fn a_passivating_entitys_buffer_dies_with_a_shard_restart() {
+    // The Shard throws while an entity passivates with messages buffered for it: the
+    // restart stops every child, and the buffer dies with the old instance (ShardRestart),
+    // leaving the Shard's buffered count at zero.
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
+    t.next_local(); // Passivating; its stop message queued
+    t.step(Input::Request(env(2, 4, 1)));
+    let msg = t.pending.pop_back().unwrap();
+    t.pending.push_front(msg);
+    assert_eq!(t.next_local(), vec![]); // buffered behind the passivation
+    assert_eq!(t.slot(1).unwrap().shard.buffered(), 1);
+    let fail = Local::ToShard {
+        shard: shard(1),
+        uid: 0,
+        msg: ShardMsg::Fail,
+    };
+    let mut out = t.run(|r, now, out| r.local(now, fail, out));
+    out.extend(t.pump());
+    assert!(
+        out.contains(&dropped(env(2, 4, 1), DropReason::ShardRestart)),
+        "{out:?}"
+    );
+    assert_eq!(t.slot(1).unwrap().shard.buffered(), 0);
+}
+
+#[test]
+fn a_termination_of_another_entity_incarnation_is_ignored() {
+    // Akka's Shard matches `Terminated` by the entity's ActorRef: the termination of another
+    // incarnation (7) of a live entity (incarnation 0) changes nothing.
+    let mut t = T::new(1).registered();
+    t.from(coord(0), Msg::HostShard { shard: shard(1) });
+    t.req(env(1, 4, 1));
+    let stale = Local::EntityTerminated {
+        shard: shard(1),
+        uid: 0,
+        entity: EntityId(4),
+        inc: 7,
+    };
+    assert_eq!(t.run(|r, now, out| r.local(now, stale, out)), vec![]);
+    assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(0));
+    assert_eq!(t.req(env(1, 4, 2)), vec![delivered(env(1, 4, 2), 0)]);
+}
+
+#[test]
 fn start_entity_for_a_shard_without_home_asks_the_coordinator_once() {
     // `deliverMessage` (§2.6): a StartEntity for a shard whose home is unknown asks
     // GetShardHome, unless a buffer for the shard shows the request is already out.
