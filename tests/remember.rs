@@ -880,6 +880,16 @@ fn write_timeout_fails_the_shard_which_stops_everything_and_loads_again() {
 }
 
 #[test]
+fn a_remember_timeout_with_no_write_in_flight_is_ignored() {
+    // RememberEntityTimeout is handled in `waitingForUpdate` only (SH:686-689); a Shard with
+    // no write in flight leaves it unhandled.
+    let mut t = loaded(ProtocolOptions::default());
+    started_by_message(&mut t, 4);
+    assert_eq!(fire(&mut t, ret(1, 0)), vec![]);
+    assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(0));
+}
+
+#[test]
 fn store_stopped_while_writing_fails_the_shard() {
     let mut t = loaded(ProtocolOptions::default());
     t.req(env(1, 7, 1));
