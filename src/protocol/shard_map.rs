@@ -196,6 +196,7 @@ mod tests {
             }
             assert_eq!(m.len(), b.len());
             assert_eq!(m.get(&k), b.get(&k));
+            assert_eq!(m.get_mut(&k).copied(), b.get_mut(&k).copied());
             assert_eq!(m.contains_key(&k), b.contains_key(&k));
         }
         let mv: Vec<(ShardId, u32)> = m.iter().map(|(k, v)| (k, *v)).collect();
@@ -203,5 +204,26 @@ mod tests {
         assert_eq!(mv, bv);
         m.clear();
         assert!(m.is_empty() && m.iter().next().is_none());
+    }
+
+    /// The ids on either side of [`DENSE_LIMIT`] land in their own store and are found there
+    /// by every accessor.
+    #[test]
+    fn ids_at_the_dense_limit() {
+        let mut m = ShardMap::new();
+        let (below, at) = (ShardId(DENSE_LIMIT - 1), ShardId(DENSE_LIMIT));
+        assert_eq!(m.insert(at, 2), None);
+        assert_eq!(m.insert(below, 1), None);
+        assert_eq!((m.get(&below), m.get(&at)), (Some(&1), Some(&2)));
+        *m.get_mut(&at).unwrap() += 10;
+        *m.get_mut(&below).unwrap() += 10;
+        assert_eq!(*m.get_or_insert_with(at, || 0), 12);
+        assert_eq!(*m.get_or_insert_with(below, || 0), 11);
+        let all: Vec<(ShardId, u32)> = m.iter().map(|(k, v)| (k, *v)).collect();
+        assert_eq!(all, vec![(below, 11), (at, 12)]);
+        assert_eq!(
+            (m.remove(&at), m.remove(&below), m.len()),
+            (Some(12), Some(11), 0)
+        );
     }
 }
