@@ -561,12 +561,8 @@ fn a_fail_restarts_a_running_shard_and_is_ignored_while_it_hands_off() {
     let mut t = T::new(1).registered();
     t.from(coord(0), Msg::HostShard { shard: shard(1) });
     t.req(env(1, 4, 1));
-    let fail = Local::ToShard {
-        shard: shard(1),
-        uid: 0,
-        msg: ShardMsg::Fail,
-    };
-    let mut got = t.run(|r, now, out| r.local(now, fail, out));
+    let fail = to_shard_local(1, 0, ShardMsg::Fail);
+    let mut got = t.local(fail);
     got.retain(|o| !matches!(o, O::Local(_)));
     got.extend(t.pump());
     assert_eq!(
@@ -584,7 +580,7 @@ fn a_fail_restarts_a_running_shard_and_is_ignored_while_it_hands_off() {
     t.step(hand_off(1));
     t.next_local(); // HandOff at the Shard: entity 4's stop is in flight
     assert!(t.slot(1).unwrap().shard.handing_off());
-    assert_eq!(t.run(|r, now, out| r.local(now, fail, out)), vec![]);
+    assert_eq!(t.local(fail), vec![]);
     assert!(t.slot(1).unwrap().shard.handing_off());
 }
 
@@ -596,19 +592,10 @@ fn a_passivating_entitys_buffer_dies_with_a_shard_restart() {
     let mut t = T::new(1).registered();
     t.from(coord(0), Msg::HostShard { shard: shard(1) });
     t.req(env(1, 4, 1));
-    t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
-    t.next_local(); // Passivating; its stop message queued
-    t.step(Input::Request(env(2, 4, 1)));
-    let msg = t.pending.pop_back().unwrap();
-    t.pending.push_front(msg);
-    assert_eq!(t.next_local(), vec![]); // buffered behind the passivation
+    assert_eq!(t.buffer_behind_passivation(4, 0, env(2, 4, 1)), vec![]);
     assert_eq!(t.slot(1).unwrap().shard.buffered(), 1);
-    let fail = Local::ToShard {
-        shard: shard(1),
-        uid: 0,
-        msg: ShardMsg::Fail,
-    };
-    let mut out = t.run(|r, now, out| r.local(now, fail, out));
+    let fail = to_shard_local(1, 0, ShardMsg::Fail);
+    let mut out = t.local(fail);
     out.extend(t.pump());
     assert!(
         out.contains(&dropped(env(2, 4, 1), DropReason::ShardRestart)),
@@ -630,7 +617,7 @@ fn a_termination_of_another_entity_incarnation_is_ignored() {
         entity: EntityId(4),
         inc: 7,
     };
-    assert_eq!(t.run(|r, now, out| r.local(now, stale, out)), vec![]);
+    assert_eq!(t.local(stale), vec![]);
     assert_eq!(t.r.entity_incarnation(shard(1), EntityId(4)), Some(0));
     assert_eq!(t.req(env(1, 4, 2)), vec![delivered(env(1, 4, 2), 0)]);
 }
@@ -1072,12 +1059,16 @@ fn hand_off(s: u32) -> Input {
     }
 }
 
-fn to_shard(s: u32, uid: u32, msg: ShardMsg) -> O {
-    O::Local(Local::ToShard {
+fn to_shard_local(s: u32, uid: u32, msg: ShardMsg) -> Local {
+    Local::ToShard {
         shard: shard(s),
         uid,
         msg,
-    })
+    }
+}
+
+fn to_shard(s: u32, uid: u32, msg: ShardMsg) -> O {
+    O::Local(to_shard_local(s, uid, msg))
 }
 
 #[test]
@@ -1155,7 +1146,7 @@ fn a_shard_initialized_of_another_shard_instance_is_ignored() {
         shard: shard(1),
         uid: 5,
     };
-    assert_eq!(t.run(|r, now, out| r.local(now, stale, out)), vec![]);
+    assert_eq!(t.local(stale), vec![]);
     assert!(!t.slot(1).unwrap().initialized);
     assert_eq!(t.r.buffered_total(), 1);
     // The starting Shard's own ShardInitialized delivers the buffer to it, once.
@@ -1164,7 +1155,7 @@ fn a_shard_initialized_of_another_shard_instance_is_ignored() {
         shard: shard(1),
         uid: 0,
     };
-    assert_eq!(t.run(|r, now, out| r.local(now, again, out)), vec![]);
+    assert_eq!(t.local(again), vec![]);
     assert!(t.slot(1).unwrap().initialized);
 }
 
@@ -1180,7 +1171,7 @@ fn a_shard_terminated_of_another_shard_instance_is_ignored() {
         shard: shard(1),
         uid: 5,
     };
-    assert_eq!(t.run(|r, now, out| r.local(now, stale, out)), vec![]);
+    assert_eq!(t.local(stale), vec![]);
     assert_eq!(t.slot(1).unwrap().shard.uid(), 0);
     assert_eq!(
         t.req(env(1, 4, 1)),
@@ -1226,7 +1217,7 @@ fn a_hand_off_reaching_the_shard_before_its_init_done_waits_for_it() {
     t.step(host_shard(1)); // InitDone queued
     t.step(begin_hand_off(1));
     t.step(hand_off(1)); // the HandOff to the Shard queued behind it
-    t.pending.swap(0, 1);
+    t.overtake();
     assert_eq!(t.next_local(), vec![]); // the HandOff: stashed
     assert!(!t.slot(1).unwrap().initialized);
     assert_eq!(
@@ -1463,9 +1454,9 @@ fn a_message_reaching_an_entity_after_its_stop_message_is_lost() {
     t.step(Input::Request(env(1, 4, 2)));
     t.next_local(); // at the Shard: to entity 4, queued
     t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
-    t.pending.swap(0, 1);
+    t.overtake();
     t.next_local(); // Passivate at the Shard: the stop message to entity 4, queued
-    t.pending.swap(0, 1);
+    t.overtake();
     t.next_local(); // entity 4 processes its stop message first
     assert_eq!(
         t.next_local(),

@@ -303,9 +303,7 @@ fn starter_routes_start_entity_to_the_local_shard_which_acks_and_the_ack_ends_th
     // Akka's starter is two actors away (RememberEntityStarterManager, RememberEntityStarter),
     // so ShardInitialized normally reaches the region before the starter's StartEntity: deliver
     // it first.
-    let init = t.pending.pop_back().unwrap();
-    assert!(matches!(init.0, Local::ShardInitialized { .. }));
-    t.pending.push_front(init);
+    assert!(matches!(t.overtake(), Local::ShardInitialized { .. }));
     assert_eq!(t.next_local(), vec![]);
     // RES:148-152, 180-185: StartEntity for each id through the region, the retry timer armed;
     // the home is this region, so the region hands it to its Shard.
@@ -958,8 +956,7 @@ fn in_hand_off_a_terminated_entity_is_not_restarted_for_its_buffer() {
     });
     t.step(hand_off(1));
     // The termination comes after the entity's stop duration: the HandOff overtakes it.
-    let handoff = t.pending.pop_back().unwrap();
-    t.pending.push_front(handoff);
+    t.overtake();
     // SH:871-910: the HandOffStopper gets the live actor; the Shard now handles only the
     // stopper's Terminated (SH:903-905): the entity's termination restarts nothing, writes
     // nothing, and its buffer dies with the Shard.
@@ -1010,8 +1007,7 @@ fn crashed_remembered_entity_restarts_only_after_its_termination() {
     // A message before the termination: the Shard still holds the dying actor (Active until
     // EntityTerminated, SH:918-931), so it goes to its mailbox and is lost (§8 step 6).
     t.step(Input::Request(env(1, 4, 2)));
-    let msg = t.pending.pop_back().unwrap();
-    t.pending.push_front(msg);
+    t.overtake();
     assert_eq!(
         t.pump(),
         vec![
@@ -1031,22 +1027,23 @@ fn crashed_remembered_entity_restarts_only_after_its_termination() {
     );
 }
 
+/// A loaded Shard 1 with the §12 B35 pre-fix (`entity-restart-before-terminated`) on top of
+/// `opts`, entity 4 started (incarnation 0).
+fn pre_fix_b35_with_entity_4(opts: ProtocolOptions) -> T {
+    let mut t = loaded(ProtocolOptions {
+        entity_restart_before_terminated: true,
+        ..opts
+    });
+    started_by_message(&mut t, 4);
+    t
+}
+
 #[test]
 fn pre_fix_b35_a_passivating_entity_that_crashes_drops_its_buffer() {
     // akka.net#7979: the crashed entity is forgotten at once; what the Shard buffered for it
     // while it passivated goes to dead letters, and the Shard's buffered count with it.
-    let opts = ProtocolOptions {
-        entity_restart_before_terminated: true,
-        ..ProtocolOptions::default()
-    };
-    let mut t = loaded(opts);
-    started_by_message(&mut t, 4);
-    t.run(|r, _, out| r.entity_passivates(EntityId(4), 0, false, out));
-    t.next_local(); // Passivating; its stop message queued
-    t.step(Input::Request(env(1, 4, 2)));
-    let msg = t.pending.pop_back().unwrap();
-    t.pending.push_front(msg);
-    assert_eq!(t.next_local(), vec![]); // buffered behind the passivation
+    let mut t = pre_fix_b35_with_entity_4(ProtocolOptions::default());
+    assert_eq!(t.buffer_behind_passivation(4, 0, env(1, 4, 2)), vec![]);
     assert_eq!(t.slot(1).unwrap().shard.buffered(), 1);
     let out = t.run(|r, _, out| r.entity_stops_itself(EntityId(4), 0, StopReason::Crashed, out));
     assert!(
@@ -1059,19 +1056,13 @@ fn pre_fix_b35_a_passivating_entity_that_crashes_drops_its_buffer() {
 
 #[test]
 fn pre_fix_b35_a_crashed_entity_forgotten_while_terminating_fails_the_shard_on_restart() {
-    let opts = ProtocolOptions {
-        entity_restart_before_terminated: true,
-        ..ProtocolOptions::default()
-    };
-    let mut t = loaded(opts);
-    started_by_message(&mut t, 4);
+    let mut t = pre_fix_b35_with_entity_4(ProtocolOptions::default());
     // akka.net#7979: the failed entity is NoState at once, its name still reserved.
     t.run(|r, _, out| r.entity_stops_itself(EntityId(4), 0, StopReason::Crashed, out));
     assert_eq!(states(&t, 1), vec![]);
     // A message before the termination: NoState, remember on → a start write.
     t.step(Input::Request(env(1, 4, 2)));
-    let msg = t.pending.pop_back().unwrap();
-    t.pending.push_front(msg);
+    t.overtake();
     assert_eq!(
         t.next_local(),
         vec![
@@ -1120,13 +1111,10 @@ fn deliver_first(t: &mut T, pick: impl Fn(&Local) -> bool) -> Vec<O> {
 /// initialises.
 #[test]
 fn pre_fix_b35_a_shard_failing_while_it_loads_keeps_its_stash() {
-    let opts = ProtocolOptions {
-        entity_restart_before_terminated: true,
+    let mut t = pre_fix_b35_with_entity_4(ProtocolOptions {
         remembered_started_directly: true,
         ..ProtocolOptions::default()
-    };
-    let mut t = loaded(opts);
-    started_by_message(&mut t, 4);
+    });
     t.run(|r, _, out| r.entity_stops_itself(EntityId(4), 0, StopReason::Crashed, out));
     let terminated = |m: &Local| matches!(m, Local::EntityTerminated { .. });
     let not_terminated = |m: &Local| !terminated(m);

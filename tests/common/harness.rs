@@ -194,6 +194,31 @@ impl T {
         self.run(|r, now, out| r.local(now, msg, out))
     }
 
+    /// Deliver `msg` now, ahead of the queue (a stale or reordered local message). Every
+    /// output, in order.
+    pub fn local(&mut self, msg: Local) -> Vec<O> {
+        self.run(|r, now, out| r.local(now, msg, out))
+    }
+
+    /// The newest queued local message overtakes every other one (it moves to the front of
+    /// the queue); it is returned.
+    pub fn overtake(&mut self) -> Local {
+        let newest = self.pending.pop_back().expect("a local message is queued");
+        self.pending.push_front(newest);
+        newest.0
+    }
+
+    /// Entity `entity` (incarnation `inc`) asks to passivate; the Shard marks it Passivating and
+    /// queues its stop message, and `e`, requested then, reaches the Shard before that stop
+    /// message. The outputs of `e` at the Shard.
+    pub fn buffer_behind_passivation(&mut self, entity: u32, inc: u64, e: Envelope) -> Vec<O> {
+        self.run(|r, _, out| r.entity_passivates(EntityId(entity), inc, false, out));
+        self.next_local();
+        self.step(Input::Request(e));
+        self.overtake();
+        self.next_local()
+    }
+
     /// Deliver queued local messages, oldest first, until none remain (breadth-first: what
     /// each one emits goes behind what is already queued). The non-local outputs, in order.
     pub fn pump(&mut self) -> Vec<O> {
