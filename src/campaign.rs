@@ -8,19 +8,16 @@
 
 use crate::check::Violation;
 use crate::scenario::{Outcome, Scenario};
-use crate::sim::{RunResult, Stats, World};
+use crate::sim::{RunResult, Stats};
 pub use crate::slice::Slice;
-use crate::trace::{TraceMode, Tracer};
+use crate::trace::TraceMode;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Run one seed.
-pub fn run_seed(sc: &Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunResult, Tracer) {
-    World::new(sc.clone(), seed, mode).run()
-}
+pub use crate::sim::run_seed;
 
 /// What kind of failure a [`Failure`] is.
 #[derive(

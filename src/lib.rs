@@ -23,6 +23,7 @@ pub mod campaign;
 pub mod check;
 pub mod coverage;
 pub mod ddata;
+pub mod delay;
 pub mod explain;
 pub mod fault;
 pub mod gen;

@@ -2,6 +2,7 @@
 //! line and the field.
 
 use crate::fault::{FaultError, TimedFault};
+pub use crate::fault::{FaultKind, FaultSpec};
 use crate::membership::MembershipConfig;
 use crate::protocol::entity::ExtractorKind;
 use crate::protocol::settings::{ProtocolOptions, RememberStore, Settings, StateStoreMode};
@@ -53,104 +54,13 @@ pub struct Scenario {
     /// Targeted delays: hold back a message kind or a node pair's messages for a while
     /// ([`crate::sim::delays`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub delays: Vec<crate::sim::delays::DelaySpec>,
+    pub delays: Vec<crate::delay::DelaySpec>,
     /// Faults generated per seed (swarm testing).
     #[serde(default)]
     pub swarm: SwarmSpec,
     /// The final liveness phase.
     #[serde(default)]
     pub liveness: LivenessSpec,
-}
-
-/// What a fault does.
-#[derive(Clone, Copy, Debug, Deserialize, Eq, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// Cut every link between `sides[0]` and `sides[1]` (both directions).
-    Partition,
-    /// Cut `node` off from every other node (not from the journal).
-    Isolate,
-    /// Cut the single direction `from` → `to`.
-    OneWay,
-    /// Bridge: `a`–`b` and `b`–`c` stay connected, `a`–`c` is cut.
-    Bridge,
-    /// Heal every cut link (not the journal).
-    Heal,
-    /// Crash `node`: its volatile state is lost and its entities die at once.
-    Crash,
-    /// Restart a crashed `node` as a new incarnation that joins again.
-    Restart,
-    /// Pause `node` for `duration-ms`: nothing is processed, timers fire late.
-    Pause,
-    /// An operator on node `by` downs `node`.
-    Down,
-    /// `node` leaves the cluster gracefully.
-    Leave,
-    /// The journal becomes unreachable from every node.
-    JournalUnavailable,
-    /// The journal is reachable again, fast and accepting writes.
-    JournalAvailable,
-    /// Journal writes take `extra-latency-ms` longer.
-    JournalSlow,
-    /// The journal silently fails every write (no acknowledgement).
-    JournalFailing,
-    /// A swarm kind only (`swarm.kinds`), not a planned fault: a rolling restart, every
-    /// hosting node in turn leaves gracefully and comes back as a new incarnation (issue 12
-    /// item 7; expanded into `leave` and `restart` faults by the swarm's draw).
-    RollingRestart,
-}
-
-/// One planned fault, as the file writes it. Which fields are needed depends on `kind`, and no
-/// other may be set; [`crate::fault::TimedFault::try_from`] turns it into a typed fault.
-#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct FaultSpec {
-    /// When, ms.
-    pub at_ms: u64,
-    /// What.
-    pub kind: FaultKind,
-    /// The node (isolate, crash, restart, pause, down, leave).
-    #[serde(default)]
-    pub node: Option<u32>,
-    /// The two sides (partition).
-    #[serde(default)]
-    pub sides: Option<[Vec<u32>; 2]>,
-    /// Source (one-way).
-    #[serde(default)]
-    pub from: Option<u32>,
-    /// Destination (one-way).
-    #[serde(default)]
-    pub to: Option<u32>,
-    /// Bridge nodes a, b, c.
-    #[serde(default)]
-    pub bridge: Option<[u32; 3]>,
-    /// Pause length, ms.
-    #[serde(default)]
-    pub duration_ms: Option<u64>,
-    /// The node that issues a down (default: the lowest node that is up).
-    #[serde(default)]
-    pub by: Option<u32>,
-    /// Extra journal latency, ms (journal-slow).
-    #[serde(default)]
-    pub extra_latency_ms: Option<u64>,
-}
-
-impl FaultSpec {
-    /// A fault of `kind` at `at_ms` with every optional field unset.
-    pub fn new(at_ms: u64, kind: FaultKind) -> Self {
-        FaultSpec {
-            at_ms,
-            kind,
-            node: None,
-            sides: None,
-            from: None,
-            to: None,
-            bridge: None,
-            duration_ms: None,
-            by: None,
-            extra_latency_ms: None,
-        }
-    }
 }
 
 /// Swarm testing (TigerBeetle): each seed draws which fault kinds are on and at what rates.

@@ -42,7 +42,7 @@
 use crate::campaign::{self, Failure, FailureKind};
 use crate::fault::{Fault, TimedFault};
 use crate::ids::NodeId;
-use crate::scenario::{FaultSpec, Outcome, Scenario, SwarmSpec};
+use crate::scenario::{FaultSpec, Outcome, Scenario};
 use crate::trace::TraceMode;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -217,20 +217,7 @@ fn replay(sc: &Scenario, seed: u64) -> (Option<Failure>, u64, u64) {
     (f, r.end.0, r.stats.sends)
 }
 
-/// The scenario with the fault plan the world runs with `seed` (its explicit faults and the
-/// swarm's draw, ordered by time, stably) written into `faults`, and the swarm off.
-pub fn materialise(sc: &Scenario, seed: u64) -> Scenario {
-    // The entity knobs the seed drew become the scenario's own.
-    let mut out = match crate::sim::swarm::with_entity_knobs(sc, seed) {
-        Some((knobs, _)) => knobs,
-        None => sc.clone(),
-    };
-    let plan = crate::sim::swarm::plan(sc, seed);
-    out.faults = plan.faults.iter().map(FaultSpec::from).collect();
-    out.delays = crate::sim::delays::plan(sc, seed);
-    out.swarm = SwarmSpec::default();
-    out
-}
+pub use crate::sim::swarm::materialise;
 
 /// The name of a shrunk scenario.
 pub fn shrunk_name(original: &str, seed: u64) -> String {

@@ -8,6 +8,7 @@
 //! checker and the trace.
 
 pub mod causal;
+pub mod coverage;
 pub mod delays;
 pub mod faults;
 pub mod journal;
@@ -104,7 +105,7 @@ pub struct RunResult {
     /// Hash of the trace (0 when tracing was off).
     pub trace_hash: u64,
     /// The behaviour coverage reached, when [`World::with_coverage`] asked for it.
-    pub coverage: Option<Box<crate::coverage::Bitmap>>,
+    pub coverage: Option<Box<coverage::Bitmap>>,
 }
 
 #[derive(Clone, Debug)]
@@ -325,7 +326,7 @@ pub struct World {
     /// The causal recorder (`shardsim explain`); `None` unless asked for.
     causal: Option<Box<causal::CausalLog>>,
     /// The behaviour coverage collector (`fuzz --coverage`, `--guided`); `None` unless asked.
-    coverage: Option<Box<crate::coverage::Collector>>,
+    coverage: Option<Box<coverage::Collector>>,
 }
 
 impl World {
@@ -433,11 +434,11 @@ impl World {
         self
     }
 
-    /// Collect the run's behaviour coverage ([`crate::coverage`]; nothing in the trace
+    /// Collect the run's behaviour coverage ([`coverage`]; nothing in the trace
     /// changes); [`RunResult::coverage`] then holds it.
     pub fn with_coverage(mut self) -> Self {
         let (n, s) = (self.sc.cluster.nodes, self.sc.entities.shards);
-        self.coverage = Some(Box::new(crate::coverage::Collector::new(n, s)));
+        self.coverage = Some(Box::new(coverage::Collector::new(n, s)));
         self
     }
 
@@ -1449,6 +1450,11 @@ impl NodeHost for World {
     }
 }
 
+/// Run one seed of a scenario: the one way every tool runs a schedule on the own world.
+pub fn run_seed(sc: &Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunResult, Tracer) {
+    World::new(sc.clone(), seed, mode).run()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::scenario::Scenario;
@@ -1461,11 +1467,11 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/two-nodes.toml");
         let mut sc = Scenario::load(&path).unwrap();
         sc.workload.stop_ms = 0;
-        let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
+        let (r, _) = super::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
         assert_eq!(r.stats.sends, 0);
         // Every sender's first send is at least one interval minimum after its start.
         sc.workload.stop_ms = sc.workload.interval_ms[1];
-        let (r, _) = crate::campaign::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
+        let (r, _) = super::run_seed(&Arc::new(sc.clone()), 1, TraceMode::Off);
         assert!(r.stats.sends >= 1, "{:?}", r.stats);
     }
 
@@ -1485,7 +1491,7 @@ mod tests {
         let world = super::World::new(sc.clone(), seed, TraceMode::Off);
         assert_eq!(world.shard_of(EntityId(0)), None);
         assert_eq!(world.shard_on(NodeId(0), EntityId(0)), None, "not started");
-        let (r, tracer) = crate::campaign::run_seed(&sc, seed, TraceMode::Full);
+        let (r, tracer) = super::run_seed(&sc, seed, TraceMode::Full);
         assert!(r.violation.is_some(), "{:?}", r.stats);
         let x = Extractors::new(
             ExtractorKind::PerIncarnation,

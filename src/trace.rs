@@ -10,6 +10,9 @@ use crate::time::Instant;
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
 
+mod flows;
+pub use flows::{Flow, FlowLog};
+
 /// One traced event.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TraceEvent {
@@ -953,7 +956,7 @@ pub struct Tracer {
     events: Vec<(Instant, TraceEvent)>,
     /// Send times of protocol messages, for `run --perfetto` only (never hashed, never in the
     /// JSON Lines trace).
-    flows: Option<Box<crate::perfetto::FlowLog>>,
+    flows: Option<Box<FlowLog>>,
 }
 
 impl Tracer {
@@ -966,13 +969,13 @@ impl Tracer {
             flows: None,
         }
     }
-    /// Also record when each protocol message was sent ([`crate::perfetto::FlowLog`]); the
+    /// Also record when each protocol message was sent ([`FlowLog`]); the
     /// trace and its hash stay as they are.
     pub fn record_flows(&mut self) {
         self.flows = Some(Box::default());
     }
     /// The flow log, when [`Tracer::record_flows`] was called.
-    pub fn flows(&self) -> Option<&crate::perfetto::FlowLog> {
+    pub fn flows(&self) -> Option<&FlowLog> {
         self.flows.as_deref()
     }
     /// A protocol message was put on the network (`sent`: false when its link was cut).

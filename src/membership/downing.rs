@@ -16,7 +16,7 @@
 //! in): with three or more partitions each side sees all others as one.
 
 use super::{GossipMember, GossipState, NodeAddr, SbrStrategy};
-use crate::protocol::MemberStatus;
+use crate::membership::MemberStatus;
 use std::collections::BTreeSet;
 
 /// The facts a downing decision is made from, as one node sees them.

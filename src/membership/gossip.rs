@@ -5,7 +5,7 @@
 
 use super::vclock::{VcOrder, VectorClock};
 use super::NodeAddr;
-use crate::protocol::{Member, MemberStatus};
+use crate::membership::{Member, MemberStatus};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 

@@ -16,7 +16,6 @@
 //! convergence, leader choice); `downing.rs` the split-brain resolver's pure [`decide`].
 
 use crate::ids::{NodeId, NodeInc};
-use crate::protocol::{Member, MemberStatus};
 use crate::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +24,7 @@ use std::sync::Arc;
 
 mod downing;
 mod gossip;
+mod member;
 mod ring;
 #[cfg(test)]
 mod tests;
@@ -41,6 +41,7 @@ pub(crate) fn test_addr(i: u32) -> NodeAddr {
 
 pub use downing::{decide, Decision, DowningFacts, Outcome};
 pub use gossip::{GossipContent, GossipMember, GossipState, ReachRecord};
+pub use member::{Member, MemberStatus};
 pub use vclock::{VcOrder, VectorClock};
 
 use crate::rng::{Rng, Stream};

@@ -10,8 +10,9 @@
 //! told to hand off and not yet terminated) as states of its shard slots.
 
 use crate::ids::{EntityId, RegionRef, ShardId};
-use crate::protocol::entity::{EntityFactory, Extractors, ShardExtractor};
-use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
+pub use crate::protocol::config::RegionConfig;
+use crate::protocol::entity::ShardExtractor;
+use crate::protocol::settings::Mutation;
 use crate::protocol::shard::Shard;
 use crate::protocol::shard_map::ShardMap;
 use crate::protocol::{
@@ -37,19 +38,6 @@ pub struct ShardSlot {
     /// coordinator: the Shard is started again when the old one has terminated (the fix of
     /// §12 B19, PR akka#32976).
     pub host_pending: Option<Addr>,
-}
-
-/// Shared, immutable configuration of every region in a run.
-pub struct RegionConfig {
-    /// Akka settings.
-    pub settings: Settings,
-    /// Named protocol options.
-    pub options: ProtocolOptions,
-    /// The application's shard extractors: one every region shares, or one per node
-    /// incarnation (§12 B8). Each region takes its own at [`Region::new`].
-    pub extractors: Extractors,
-    /// The application's entities.
-    pub factory: Arc<dyn EntityFactory>,
 }
 
 /// A ShardRegion actor.
@@ -1233,6 +1221,7 @@ mod tests {
 
     use crate::ids::{NodeId, NodeInc, SenderId};
     use crate::protocol::entity::{Extractors, HashExtractor, RecordingFactory};
+    use crate::protocol::settings::{ProtocolOptions, Settings};
 
     fn region(buffer_size: usize, hosting: bool, mutation: Mutation) -> Region {
         let cfg = Arc::new(RegionConfig {

@@ -26,8 +26,8 @@
 //!   termination event itself.
 
 use crate::ids::{EntityId, RegionRef, ShardId};
+use crate::protocol::config::RegionConfig;
 use crate::protocol::entity::Entity;
-use crate::protocol::region::RegionConfig;
 use crate::protocol::{
     Addr, DropReason, Envelope, Local, LocalDelay, Msg, Observation, Outbox, ShardFailure,
     ShardMsg, ShardTimer, StopReason, StoreOp, StoreReplyKind, Timer,

@@ -4,7 +4,7 @@
 use crate::fault::{Fault, TimedFault};
 use crate::ids::NodeId;
 use crate::rng::{Rng, Stream};
-use crate::scenario::{FaultKind, Scenario};
+use crate::scenario::{FaultKind, FaultSpec, Scenario, SwarmSpec};
 
 /// The fault plan of one schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,6 +335,21 @@ pub fn with_entity_knobs(sc: &Scenario, seed: u64) -> Option<(Scenario, String)>
     Some((out, format!("entities: {}", desc.join(", "))))
 }
 
+/// The scenario with the fault plan the world runs with `seed` (its explicit faults and the
+/// swarm's draw, ordered by time, stably) written into `faults`, and the swarm off.
+pub fn materialise(sc: &Scenario, seed: u64) -> Scenario {
+    // The entity knobs the seed drew become the scenario's own.
+    let mut out = match with_entity_knobs(sc, seed) {
+        Some((knobs, _)) => knobs,
+        None => sc.clone(),
+    };
+    let plan = plan(sc, seed);
+    out.faults = plan.faults.iter().map(FaultSpec::from).collect();
+    out.delays = crate::sim::delays::plan(sc, seed);
+    out.swarm = SwarmSpec::default();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,7 +373,7 @@ mod tests {
             assert_eq!(q.faults[0].fault, Fault::JournalFailing);
             assert_eq!(q.faults[1..], p.faults[..]);
             // The shrinker's materialised scenario runs the same plan, swarm off.
-            let m = crate::shrink::materialise(&sc, seed);
+            let m = materialise(&sc, seed);
             let r = plan(&m, seed);
             assert_eq!(r.profile, None);
             assert_eq!(r.faults, q.faults);
