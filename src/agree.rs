@@ -6,8 +6,8 @@
 //! a modelling artefact to explain. `shardsim agree` runs it and writes the table.
 
 use crate::campaign::{self, FuzzOptions, Summary};
-use crate::host::{self, Host};
-use crate::scenario::{Outcome, Scenario};
+use shardsim_harness::host::{self, Host};
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

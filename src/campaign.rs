@@ -6,18 +6,19 @@
 //! stop-at-the-first-failure campaigns ([`FuzzOptions::until_failure`]), merging slice
 //! summaries ([`merge`]) and the failing-seed corpus ([`CorpusEntry`], [`append_corpus`]).
 
-use crate::check::Violation;
-use crate::scenario::{Outcome, Scenario};
-use crate::sim::{RunResult, Stats};
 pub use crate::slice::Slice;
-use crate::trace::TraceMode;
 use serde::{Deserialize, Serialize};
+use shardsim_harness::check::Violation;
+use shardsim_harness::options::OptionsByName;
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::sim::{RunResult, Stats};
+use shardsim_harness::trace::TraceMode;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use crate::sim::run_seed;
+pub use shardsim_harness::sim::run_seed;
 
 /// What kind of failure a [`Failure`] is.
 #[derive(
@@ -902,7 +903,7 @@ fn json_error(file: &Path, text: &str, e: &serde_json::Error, line_base: usize) 
 
 /// Read a summary written by `shardsim fuzz --summary`.
 pub fn read_summary(path: &Path) -> Result<Summary, InputError> {
-    let text = crate::input::read_text(path)
+    let text = shardsim_harness::input::read_text(path)
         .map_err(|e| InputError::new(path, e.line(), None, e.message()))?;
     parse_summary(&text, path)
 }
@@ -1023,9 +1024,11 @@ pub fn parse_corpus(text: &str, path: &Path) -> Result<Corpus, InputError> {
 
 /// Read a corpus file; a missing file is an empty corpus.
 pub fn read_corpus(path: &Path) -> Result<Corpus, InputError> {
-    match crate::input::read_text(path) {
+    match shardsim_harness::input::read_text(path) {
         Ok(text) => parse_corpus(&text, path),
-        Err(crate::input::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(shardsim_harness::input::ReadError::Io(e))
+            if e.kind() == std::io::ErrorKind::NotFound =>
+        {
             Ok(Corpus::default())
         }
         Err(e) => Err(InputError::new(path, e.line(), None, e.message())),
@@ -1144,7 +1147,7 @@ mod tests {
     fn a_known_hazard_may_leave_the_files_expected_outcome_under_its_fix() {
         let mut sc =
             (*scenario("sim-scenarios/hazards/coordinator-stops-before-local-region.toml")).clone();
-        sc.expect.known = vec![crate::scenario::KnownHazard {
+        sc.expect.known = vec![shardsim_harness::scenario::KnownHazard {
             name: "reorder-across-handoff".into(),
             invariant: Outcome::PerSenderOrder,
             fixed_by: Some("handoff-ack-via-owner".into()),

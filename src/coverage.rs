@@ -1,8 +1,8 @@
-//! `fuzz --coverage`: a campaign that collects behaviour coverage ([`crate::sim::coverage`],
+//! `fuzz --coverage`: a campaign that collects behaviour coverage ([`shardsim_harness::sim::coverage`],
 //! the features the world records) over a range of seeds, and the thread pool that guided
 //! exploration shares.
 
-pub use crate::sim::coverage::{Bitmap, BITS};
+pub use shardsim_harness::sim::coverage::{Bitmap, BITS};
 
 /// Run `f` over `inputs` on `jobs` threads; the outputs in input order (so a caller that merges
 /// them in order gets the same answer for any `jobs`).
@@ -62,14 +62,14 @@ pub struct CoverageReport {
 /// Run seeds `seed_start..seed_start + schedules` of `sc` with coverage on, `jobs` threads;
 /// the answer does not depend on `jobs` (chunks of seeds run in parallel, merged in seed order).
 pub fn campaign(
-    sc: &std::sync::Arc<crate::scenario::Scenario>,
+    sc: &std::sync::Arc<shardsim_harness::scenario::Scenario>,
     seed_start: u64,
     schedules: u64,
     jobs: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> CoverageReport {
-    use crate::sim::World;
-    use crate::trace::TraceMode;
+    use shardsim_harness::sim::World;
+    use shardsim_harness::trace::TraceMode;
     let mut rep = CoverageReport {
         seed_start,
         schedules: 0,

@@ -2,7 +2,7 @@
 //!
 //! The run's happens-before graph is built with petgraph over its steps (each event the world
 //! applied: a message handled by an actor, a timer fired, a journal write served, a fault
-//! injected; see [`crate::sim::causal`]). Its edges: the step that scheduled an event to the
+//! injected; see [`shardsim_harness::sim::causal`]). Its edges: the step that scheduled an event to the
 //! event (a send to its receipt, a timer's setting to its firing, a journal write to its
 //! acknowledgement, a local message between a region, its Shards and their entities); program
 //! order per actor (node, actor, and the shard or entity of a Shard's or an entity's lane); and
@@ -22,13 +22,13 @@
 
 pub mod draw;
 
-use crate::check::{parse_trace_line, Checker, TraceFileError, Violation};
-use crate::sim::causal::{CausalLog, Step, NO_STEP, WORLD};
-use crate::time::Instant;
-use crate::trace::{TraceEvent, Tracer};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Dfs, Reversed};
 use serde_json::{json, Value};
+use shardsim_core::time::Instant;
+use shardsim_harness::check::{parse_trace_line, Checker, TraceFileError, Violation};
+use shardsim_harness::sim::causal::{CausalLog, Step, NO_STEP, WORLD};
+use shardsim_harness::trace::{TraceEvent, Tracer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -404,7 +404,7 @@ fn find_violation(
                 entities: BTreeSet::new(),
                 pending: None,
             };
-            use crate::check::Invariant as I;
+            use shardsim_harness::check::Invariant as I;
             match (v.invariant, ev) {
                 (I::AtMostOne, TraceEvent::EntityStarted { entity, shard, .. }) => {
                     f.entities.insert(entity.0);
@@ -1412,8 +1412,13 @@ fn timelines(
 }
 
 /// Re-run `sc` at `seed` with the causal recorder: the trace with `step` lines.
-pub fn rerun(sc: &std::sync::Arc<crate::scenario::Scenario>, seed: u64) -> String {
-    let w = crate::sim::World::new(sc.clone(), seed, crate::trace::TraceMode::Full).with_causal();
+pub fn rerun(sc: &std::sync::Arc<shardsim_harness::scenario::Scenario>, seed: u64) -> String {
+    let w = shardsim_harness::sim::World::new(
+        sc.clone(),
+        seed,
+        shardsim_harness::trace::TraceMode::Full,
+    )
+    .with_causal();
     let (_, tracer, causal) = w.run_recorded();
     jsonl_with_steps(&tracer, &causal.unwrap_or_default())
 }
@@ -1430,10 +1435,15 @@ pub fn story(e: &Explanation) -> String {
 
 /// Run `sc` at `seed` with the trace and the causal recorder.
 pub fn run_recorded(
-    sc: &std::sync::Arc<crate::scenario::Scenario>,
+    sc: &std::sync::Arc<shardsim_harness::scenario::Scenario>,
     seed: u64,
-) -> (crate::sim::RunResult, Tracer, CausalLog) {
-    let w = crate::sim::World::new(sc.clone(), seed, crate::trace::TraceMode::Full).with_causal();
+) -> (shardsim_harness::sim::RunResult, Tracer, CausalLog) {
+    let w = shardsim_harness::sim::World::new(
+        sc.clone(),
+        seed,
+        shardsim_harness::trace::TraceMode::Full,
+    )
+    .with_causal();
     let (r, tracer, causal) = w.run_recorded();
     (r, tracer, causal.unwrap_or_default())
 }

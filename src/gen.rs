@@ -13,16 +13,16 @@
 //! Used by `tests/shrink.rs`. Generation uses proptest's own random source (the test runner's);
 //! the simulation of a generated case is, as always, determined by the scenario and the seed.
 
-use crate::fault::{Fault, TimedFault};
-use crate::ids::NodeId;
-use crate::membership::{DowningProvider, MembershipConfig, SbrStrategy};
-use crate::protocol::allocation::LeastShardSettings;
-use crate::protocol::settings::{Mutation, ProtocolOptions, Settings};
-use crate::scenario::{
+use proptest::prelude::*;
+use shardsim_core::ids::NodeId;
+use shardsim_core::membership::{DowningProvider, MembershipConfig, SbrStrategy};
+use shardsim_core::protocol::allocation::LeastShardSettings;
+use shardsim_core::protocol::settings::{Mutation, ProtocolOptions, Settings};
+use shardsim_harness::fault::{Fault, TimedFault};
+use shardsim_harness::scenario::{
     ClusterSpec, EntitySpec, ExpectSpec, FaultSpec, JournalSpec, LivenessSpec, NetworkSpec,
     RunSpec, Scenario, SwarmSpec, WorkloadSpec,
 };
-use proptest::prelude::*;
 
 /// A kind of fault episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,9 +286,9 @@ fn apply_entity_layer(sc: &mut Scenario, e: (u32, u32, u32, u64, bool, bool)) {
     sc.entities.stop_ms = [0, stop_hi * 100];
     sc.settings.remember_entities = remember;
     sc.settings.remember_entities_store = if eventsourced {
-        crate::protocol::settings::RememberStore::Eventsourced
+        shardsim_core::protocol::settings::RememberStore::Eventsourced
     } else {
-        crate::protocol::settings::RememberStore::Ddata
+        shardsim_core::protocol::settings::RememberStore::Ddata
     };
 }
 

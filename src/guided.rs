@@ -2,7 +2,7 @@
 //!
 //! An input is a seed and a scenario with its perturbations explicit: the fault plan (the
 //! swarm's draw materialised, as `shrink` writes it, then edited), targeted delays
-//! (`[[delays]]`, [`crate::sim::delays`]) and the workload's focus. Inputs that reach behaviour
+//! (`[[delays]]`, [`shardsim_harness::sim::delays`]) and the workload's focus. Inputs that reach behaviour
 //! coverage no earlier input reached ([`crate::coverage`]) join the corpus, and the next inputs
 //! are mutants of corpus entries, chosen by energy (AFL-style: more for entries that found more
 //! new features, less each time one is picked), one to three mutations stacked.
@@ -22,12 +22,12 @@
 
 use crate::campaign::{self, Failure, FailureKind};
 use crate::coverage::{run_batch, Bitmap};
-use crate::rng::{Rng, Stream};
-use crate::scenario::Scenario;
 use crate::shrink::materialise;
-use crate::sim::delays::{random_delay, DRAWN_KINDS};
-use crate::sim::World;
-use crate::trace::TraceMode;
+use shardsim_core::rng::{Rng, Stream};
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::sim::delays::{random_delay, DRAWN_KINDS};
+use shardsim_harness::sim::World;
+use shardsim_harness::trace::TraceMode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -156,7 +156,7 @@ fn mutate(rng: &mut Rng, parent: &Input, families: &[&'static str]) -> Input {
                     let d = random_delay(rng, n, 0, end, 2_000);
                     muts.push(format!(
                         "add delay {}",
-                        crate::sim::delays::describe(std::slice::from_ref(&d))
+                        shardsim_harness::sim::delays::describe(std::slice::from_ref(&d))
                     ));
                     s.delays.push(d);
                 } else if !s.delays.is_empty() {

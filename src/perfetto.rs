@@ -26,11 +26,11 @@
 //! exactly, and its arrivals come in the order of the trace's `Msg` and `DeadLetter` events.
 //! Messages lost on a cut link get a `send <Msg> (lost)` slice and no flow.
 
-use crate::ids::{NodeId, ShardId};
-use crate::protocol::{Role, Timer};
-use crate::time::Instant;
-use crate::trace::{FlowLog, TraceEvent};
 use serde_json::{json, Value};
+use shardsim_core::ids::{NodeId, ShardId};
+use shardsim_core::protocol::{Role, Timer};
+use shardsim_core::time::Instant;
+use shardsim_harness::trace::{FlowLog, TraceEvent};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A track of a process.

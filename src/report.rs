@@ -16,11 +16,11 @@
 //! samples are the same bytes on every machine.
 
 use crate::campaign::{self, FailureKind, Summary};
-use crate::ids::{NodeId, ShardId};
-use crate::scenario::Scenario;
-use crate::time::Instant;
-use crate::trace::{TraceEvent, TraceMode};
 use plotters::prelude::*;
+use shardsim_core::ids::{NodeId, ShardId};
+use shardsim_core::time::Instant;
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::{TraceEvent, TraceMode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -540,7 +540,7 @@ pub fn write_report(dir: &Path, input: &ReportInput<'_>) -> Result<Written, Repo
 mod tests {
     use super::*;
     use crate::campaign::Failure;
-    use crate::scenario::Outcome;
+    use shardsim_harness::scenario::Outcome;
 
     fn fail(seed: u64, invariant: Outcome) -> Failure {
         Failure {

@@ -13,9 +13,9 @@
 //! Wall-clock reads here time the benchmark only; no simulation reads them.
 
 use crate::campaign;
-use crate::scenario::Scenario;
-use crate::trace::TraceMode;
 use serde::{Deserialize, Serialize};
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@
 //!
 //! The steps:
 //!
-//! 1. **Materialise** the fault plan ([`crate::sim::swarm::plan`], the world's) into the explicit
+//! 1. **Materialise** the fault plan ([`shardsim_harness::sim::swarm::plan`], the world's) into the explicit
 //!    `faults` list, and turn the swarm off. The plan is then
 //!    explicit, and this is checked: the materialised scenario must fail exactly as the
 //!    original (same invariant, same simulated time).
@@ -40,10 +40,10 @@
 //! result, since the replays are deterministic and the reducer is sequential.
 
 use crate::campaign::{self, Failure, FailureKind};
-use crate::fault::{Fault, TimedFault};
-use crate::ids::NodeId;
-use crate::scenario::{FaultSpec, Outcome, Scenario};
-use crate::trace::TraceMode;
+use shardsim_core::ids::NodeId;
+use shardsim_harness::fault::{Fault, TimedFault};
+use shardsim_harness::scenario::{FaultSpec, Outcome, Scenario};
+use shardsim_harness::trace::TraceMode;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
@@ -217,7 +217,7 @@ fn replay(sc: &Scenario, seed: u64) -> (Option<Failure>, u64, u64) {
     (f, r.end.0, r.stats.sends)
 }
 
-pub use crate::sim::swarm::materialise;
+pub use shardsim_harness::sim::swarm::materialise;
 
 /// The name of a shrunk scenario.
 pub fn shrunk_name(original: &str, seed: u64) -> String {

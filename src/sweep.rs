@@ -10,8 +10,9 @@
 //! verdict.
 
 use crate::campaign::{self, write_atomic, Summary};
-use crate::scenario::{Outcome, Scenario};
 use serde::{Deserialize, Serialize};
+use shardsim_harness::options::OptionsByName;
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ pub const FINGERPRINT_SEEDS: std::ops::Range<u64> = 0..3;
 pub fn fingerprint(sc: &Arc<Scenario>) -> String {
     FINGERPRINT_SEEDS
         .map(|seed| {
-            let (r, _) = campaign::run_seed(sc, seed, crate::trace::TraceMode::Hash);
+            let (r, _) = campaign::run_seed(sc, seed, shardsim_harness::trace::TraceMode::Hash);
             format!("{:016x}", r.trace_hash)
         })
         .collect::<Vec<_>>()

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 
 use shardsim::campaign::{self, Failure, FailureKind, FuzzOptions, Summary};
-use shardsim::scenario::{Outcome, Scenario};
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -334,12 +334,12 @@ fn cli_until_failure_and_check_determinism() {
 /// summaries show it, a campaign and a merge take the maximum over schedules, not the sum.
 #[test]
 fn the_buffer_high_water_mark_is_shown_and_merged_by_max() {
-    let mut acc = shardsim::sim::Stats {
+    let mut acc = shardsim_harness::sim::Stats {
         sends: 4,
         buffer_high_water: 7,
         ..Default::default()
     };
-    let other = shardsim::sim::Stats {
+    let other = shardsim_harness::sim::Stats {
         sends: 5,
         buffer_high_water: 3,
         ..Default::default()
@@ -631,7 +631,7 @@ fn progress_lines_when_stderr_is_not_a_terminal() {
 /// stop `--until-failure`; one that persists under the declared "fix" stays unexpected.
 #[test]
 fn known_hazards_are_reported_not_failed() {
-    use shardsim::scenario::KnownHazard;
+    use shardsim_harness::scenario::KnownHazard;
     let mut sc = (*load(FAST)).clone();
     sc.expect.outcome = Outcome::None;
     sc.expect.rate = None;

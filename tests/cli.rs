@@ -604,7 +604,7 @@ fn numeric_flags_reject_nonsense() {
 #[test]
 fn a_known_hazard_is_reported_as_known() {
     use shardsim::campaign;
-    use shardsim::scenario::Scenario;
+    use shardsim_harness::scenario::Scenario;
     use std::sync::Arc;
     let file = "tests/data/known-reorder.toml";
     let sc = Arc::new(Scenario::load(&root().join(file)).unwrap());

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 
 use shardsim::campaign::{self, CorpusEntry, CORPUS_CAP};
-use shardsim::scenario::{Outcome, Scenario};
-use shardsim::trace::TraceMode;
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,9 +1,9 @@
 //! Targeted delays (issue 15 item 3): `[[delays]]` in scenario files and `[swarm] delays`.
 
 use shardsim::campaign::run_seed;
-use shardsim::scenario::Scenario;
 use shardsim::shrink::materialise;
-use shardsim::trace::{TraceEvent, TraceMode};
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::{TraceEvent, TraceMode};
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! Determinism: same scenario, same seed, same binary → byte-identical trace.
 
 use shardsim::campaign::run_seed;
-use shardsim::scenario::Scenario;
-use shardsim::trace::TraceMode;
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use shardsim::campaign::{self, FuzzOptions};
 use shardsim::explain::{self, draw, Explanation, MAX_LINES};
-use shardsim::scenario::{Outcome, Scenario};
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -148,12 +148,13 @@ fn a_trace_written_by_run_explains_as_the_rerun_does() {
     let sc = Arc::new(Scenario::load(&root().join(rel)).unwrap());
     let (r, tracer, causal) = explain::run_recorded(&sc, 0);
     // The recorder changes nothing in the trace.
-    let (plain, plain_tracer) = campaign::run_seed(&sc, 0, shardsim::trace::TraceMode::Full);
+    let (plain, plain_tracer) =
+        campaign::run_seed(&sc, 0, shardsim_harness::trace::TraceMode::Full);
     assert_eq!(r.trace_hash, plain.trace_hash);
     assert_eq!(tracer.to_jsonl(), plain_tracer.to_jsonl());
     let text = explain::jsonl_with_steps(&tracer, &causal);
     // check-trace ignores the step lines.
-    let v = shardsim::check::recheck(&text).unwrap().unwrap();
+    let v = shardsim_harness::check::recheck(&text).unwrap().unwrap();
     assert_eq!(Some(v), r.violation);
     let a = explain::explain_text(&text).unwrap();
     let b = explain::explain_text(&explain::rerun(&sc, 0)).unwrap();

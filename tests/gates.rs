@@ -7,11 +7,11 @@
 mod common;
 
 use shardsim::campaign::run_seed;
-use shardsim::ids::{NodeId, RegionRef, SenderId};
-use shardsim::protocol::{CoordinatorEvent, Member, MemberStatus};
-use shardsim::scenario::Scenario;
-use shardsim::time::Instant;
-use shardsim::trace::{TraceEvent, TraceMode};
+use shardsim_core::ids::{NodeId, RegionRef, SenderId};
+use shardsim_core::protocol::{CoordinatorEvent, Member, MemberStatus};
+use shardsim_core::time::Instant;
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::{TraceEvent, TraceMode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -251,7 +251,7 @@ fn singleton_placement_by_age_or_by_app_version() {
                 let (r, tracer) = run_seed(sc, seed, TraceMode::Full);
                 assert_eq!(
                     r.violation.map(|v| v.invariant),
-                    Some(shardsim::scenario::Outcome::OneCoordinator),
+                    Some(shardsim_harness::scenario::Outcome::OneCoordinator),
                     "pre-fix seed {seed}"
                 );
                 tracer.events().to_vec()

@@ -8,10 +8,10 @@ use common::*;
 use shardsim::campaign::run_seed;
 use shardsim::coverage;
 use shardsim::guided::{self, GuidedOptions};
-use shardsim::scenario::{Outcome, Scenario};
 use shardsim::shrink::{self, ShrinkOptions};
-use shardsim::sim::World;
-use shardsim::trace::TraceMode;
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::sim::World;
+use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -85,7 +85,7 @@ fn a_failure_is_written_replayed_and_shrunk() {
     base.swarm.enabled = true;
     base.swarm.delays = true;
     base.swarm.start_ms = 1_000;
-    base.swarm.kinds = vec![shardsim::scenario::FaultKind::Pause];
+    base.swarm.kinds = vec![shardsim_harness::scenario::FaultKind::Pause];
     let sc = Arc::new(base);
     let rep = guided::guided(&sc, opts(0, 64, 2, true), &|_| {});
     let f = rep

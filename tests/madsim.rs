@@ -14,9 +14,9 @@ compile_error!(
 );
 
 use madsim::runtime::{Handle, Runtime};
-use shardsim::host::{self, Host};
-use shardsim::scenario::{Outcome, Scenario};
-use shardsim::trace::TraceMode;
+use shardsim_harness::host::{self, Host};
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::trace::TraceMode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ fn load(name: &str) -> Arc<Scenario> {
     Arc::new(Scenario::load(&path(name)).unwrap_or_else(|e| panic!("{e}")))
 }
 
-fn run(name: &str, seed: u64) -> shardsim::sim::RunResult {
+fn run(name: &str, seed: u64) -> shardsim_harness::sim::RunResult {
     host::run_seed(Host::Madsim, &load(name), seed, TraceMode::Hash).0
 }
 
@@ -38,7 +38,8 @@ fn run(name: &str, seed: u64) -> shardsim::sim::RunResult {
 #[madsim::test]
 async fn smoke_is_clean_on_the_madsim_seed() {
     let seed = Handle::current().seed();
-    let (r, _) = shardsim::host::madsim::supervise(load("smoke.toml"), seed, TraceMode::Hash).await;
+    let (r, _) =
+        shardsim_harness::host::madsim::supervise(load("smoke.toml"), seed, TraceMode::Hash).await;
     assert!(r.violation.is_none(), "seed {seed}: {:?}", r.violation);
     assert!(r.stats.deliveries > 0, "seed {seed}: {:?}", r.stats);
 }
@@ -48,7 +49,7 @@ async fn smoke_is_clean_on_the_madsim_seed() {
 async fn fault_zoo_on_the_madsim_seed() {
     let seed = Handle::current().seed();
     let sc = load("faults/fault-zoo.toml");
-    let (r, _) = shardsim::host::madsim::supervise(sc.clone(), seed, TraceMode::Hash).await;
+    let (r, _) = shardsim_harness::host::madsim::supervise(sc.clone(), seed, TraceMode::Hash).await;
     if let Some(v) = &r.violation {
         assert_eq!(v.invariant, sc.expect.outcome, "seed {seed}: {v}");
     }
@@ -65,8 +66,12 @@ async fn fault_zoo_on_the_madsim_seed() {
 fn madsim_check_determinism() {
     Runtime::check_determinism(7, madsim::Config::default(), || async {
         let seed = Handle::current().seed();
-        let (r, _) =
-            shardsim::host::madsim::supervise(load("scale-out.toml"), seed, TraceMode::Hash).await;
+        let (r, _) = shardsim_harness::host::madsim::supervise(
+            load("scale-out.toml"),
+            seed,
+            TraceMode::Hash,
+        )
+        .await;
         assert!(r.stats.deliveries > 0);
     });
 }
@@ -102,7 +107,7 @@ fn a_failing_madsim_seed_replays_bit_for_bit() {
     assert_eq!(ta.to_jsonl(), tb.to_jsonl());
     assert_eq!(Some(va.t), b.violation.map(|v| v.t));
     // The trace is the own schema: check-trace re-checks it to the same verdict.
-    let again = shardsim::check::recheck(&ta.to_jsonl()).expect("parses");
+    let again = shardsim_harness::check::recheck(&ta.to_jsonl()).expect("parses");
     assert_eq!(again.map(|v| v.invariant), Some(sc.expect.outcome));
 }
 
@@ -187,10 +192,10 @@ fn agreement_violation_subset() {
 /// `network`, and message conservation balances them (the run is clean).
 #[test]
 fn a_cut_link_loses_what_it_carries_as_in_the_own_world() {
-    use shardsim::protocol::DropReason;
+    use shardsim_core::protocol::DropReason;
     let name = "faults/keep-majority-split.toml";
     let sc = load(name);
-    let network = |r: &shardsim::sim::RunResult| {
+    let network = |r: &shardsim_harness::sim::RunResult| {
         r.stats
             .drops_by_reason
             .get(&DropReason::Network)

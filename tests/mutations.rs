@@ -4,10 +4,10 @@
 mod common;
 
 use shardsim::campaign;
-use shardsim::protocol::settings::Mutation;
-use shardsim::protocol::DropReason;
-use shardsim::scenario::{Outcome, Scenario};
-use shardsim::trace::{TraceEvent, TraceMode};
+use shardsim_core::protocol::settings::Mutation;
+use shardsim_core::protocol::DropReason;
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::trace::{TraceEvent, TraceMode};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -286,7 +286,7 @@ fn region_reviving_stale_entities_when_a_shard_returns_breaks_no_duplicate() {
 /// writes to the journal, so journal-single-writer cannot see it; one-coordinator does.
 #[test]
 fn a_singleton_ordering_by_age_backwards_breaks_one_coordinator() {
-    use shardsim::trace::{TraceEvent, TraceMode};
+    use shardsim_harness::trace::{TraceEvent, TraceMode};
     let sc = scenario_with("smoke.toml", Mutation::SingletonReversedAgeOrder);
     let f = first_violation(&sc, 20).expect("the second coordinator was never caught");
     assert_eq!(f.invariant, Outcome::OneCoordinator, "{f:?}");
@@ -311,7 +311,7 @@ fn a_singleton_ordering_by_age_backwards_breaks_one_coordinator() {
 /// other, so one-coordinator stays silent and the scenario fails as declared (at-most-one).
 #[test]
 fn split_brain_coordinators_that_cannot_reach_each_other_are_not_flagged() {
-    use shardsim::trace::{TraceEvent, TraceMode};
+    use shardsim_harness::trace::{TraceEvent, TraceMode};
     let sc = Arc::new(
         Scenario::load(
             &Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -12,8 +12,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use shardsim::campaign::{self, Summary};
-use shardsim::scenario::Scenario;
-use shardsim::trace::TraceMode;
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -288,7 +288,7 @@ fn check_error(
 
 /// The input as text; a non-UTF-8 one must be refused with its line (and is tallied).
 fn decoded(tally: &Tally, b: &[u8]) -> Result<Option<String>, TestCaseError> {
-    match shardsim::input::decode(b.to_vec()) {
+    match shardsim_harness::input::decode(b.to_vec()) {
         Ok(t) => Ok(Some(t)),
         Err(e) => {
             prop_assert!(e.line().is_some(), "{e:?}");
@@ -401,7 +401,7 @@ fn the_trace_reader_and_its_checker_never_panic() {
                 if let Ok(f) = std::env::var("SHARDSIM_PARSER_LAST") {
                     let _ = std::fs::write(f, &b);
                 }
-                match shardsim::check::recheck(&text) {
+                match shardsim_harness::check::recheck(&text) {
                     Err(e) => {
                         let lines = b.iter().filter(|&&c| c == b'\n').count() + 1;
                         prop_assert!(e.line >= 1 && e.line <= lines, "line {} of {lines}", e.line);

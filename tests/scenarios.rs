@@ -2,7 +2,7 @@
 //! outcome. `SHARDSIM_SEEDS` sets the number of seeds per scenario (default 800).
 
 use shardsim::campaign;
-use shardsim::scenario::{Outcome, Scenario};
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@
 //! 400 seeds. A mutant that breaks the protocol makes a clean file fail or a hazard vanish.
 
 use shardsim::campaign::{self, FuzzOptions};
-use shardsim::scenario::{Outcome, Scenario};
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::sync::Arc;
 
 mod common;

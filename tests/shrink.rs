@@ -8,8 +8,8 @@ use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 use shardsim::gen::{self, Case, GenConfig};
-use shardsim::scenario::{Outcome, Scenario};
 use shardsim::shrink::{self, run_failure, ShrinkOptions};
+use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::Path;
 
 /// The split-brain swarm scenario and its example seed (see sim-scenarios/README.md).
@@ -17,7 +17,7 @@ const SWARM: &str = "sim-scenarios/faults/swarm-auto-down.toml";
 const SWARM_SEED: u64 = 260;
 
 fn primary_faults(sc: &Scenario) -> usize {
-    use shardsim::scenario::FaultKind::*;
+    use shardsim_harness::scenario::FaultKind::*;
     sc.faults
         .iter()
         .filter(|f| !matches!(f.kind, Heal | Restart | JournalAvailable))
@@ -226,7 +226,7 @@ fn seed_freedom_shrinks_a_protocol_race() {
 fn shrink_a_liveness_failure() {
     let mut sc =
         Scenario::load(&root().join("sim-scenarios/faults/journal-blackhole.toml")).unwrap();
-    sc.options.mutation = shardsim::protocol::settings::Mutation::RegionNeverReasks;
+    sc.options.mutation = shardsim_core::protocol::settings::Mutation::RegionNeverReasks;
     let res = shrink::shrink(&sc, 19, ShrinkOptions::default()).unwrap();
     assert_eq!(res.original.invariant, Outcome::Liveness);
     assert_eq!(res.failure.invariant, Outcome::Liveness);

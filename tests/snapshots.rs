@@ -3,8 +3,8 @@
 //! shows up here as a diff to review with `cargo insta review`.
 
 use shardsim::campaign::run_seed;
-use shardsim::scenario::Scenario;
-use shardsim::trace::{rebalance_log, TraceMode};
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::{rebalance_log, TraceMode};
 use std::path::Path;
 use std::sync::Arc;
 

@@ -7,11 +7,11 @@
 mod common;
 
 use shardsim::campaign::run_seed;
-use shardsim::ids::{EntityId, NodeId, SenderId};
-use shardsim::protocol::StopReason;
-use shardsim::scenario::Scenario;
-use shardsim::time::Instant;
-use shardsim::trace::{TraceEvent, TraceMode};
+use shardsim_core::ids::{EntityId, NodeId, SenderId};
+use shardsim_core::protocol::StopReason;
+use shardsim_core::time::Instant;
+use shardsim_harness::scenario::Scenario;
+use shardsim_harness::trace::{TraceEvent, TraceMode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -241,7 +241,7 @@ fn idle_strategy_passivates_unless_remembering() {
 /// the next oldest as the old node exits, instead of after its removal.
 #[test]
 fn graceful_leave_hands_everything_over() {
-    use shardsim::protocol::Msg;
+    use shardsim_core::protocol::Msg;
     for (file, leaver) in [
         ("graceful-shutdown.toml", 2),
         ("graceful-shutdown-oldest.toml", 0),
@@ -314,7 +314,7 @@ fn graceful_leave_hands_everything_over() {
 /// only after that region stopped; the pre-fix coordinator stops first.
 #[test]
 fn terminate_waits_for_the_local_region_to_stop() {
-    use shardsim::protocol::Msg;
+    use shardsim_core::protocol::Msg;
     for (file, waits) in [
         ("coordinator-stops-before-local-region-fixed.toml", true),
         ("coordinator-stops-before-local-region.toml", false),

@@ -4,10 +4,10 @@
 mod common;
 
 use shardsim::campaign::run_seed;
-use shardsim::check::{recheck, Violation};
-use shardsim::protocol::settings::Mutation;
-use shardsim::scenario::{Outcome, Scenario};
-use shardsim::trace::TraceMode;
+use shardsim_core::protocol::settings::Mutation;
+use shardsim_harness::check::{recheck, Violation};
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::Arc;
 

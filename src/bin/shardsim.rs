@@ -6,10 +6,11 @@ mod progress;
 
 use clap::{Parser, Subcommand};
 use shardsim::campaign::{self, replay_command, write_atomic, FuzzOptions, Summary};
-use shardsim::host::{self, Host};
-use shardsim::scenario::{Outcome, Scenario};
 use shardsim::slice::{Slice, SliceSpec};
-use shardsim::trace::TraceMode;
+use shardsim_harness::host::{self, Host};
+use shardsim_harness::options::OptionsByName;
+use shardsim_harness::scenario::{Outcome, Scenario};
+use shardsim_harness::trace::TraceMode;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -485,7 +486,7 @@ fn main() -> ExitCode {
             pictures,
             no_pictures,
         } => cmd_explain(&input, seed, (!no_pictures).then_some(pictures)),
-        Cmd::CheckTrace { trace } => match shardsim::check::recheck_file(&trace) {
+        Cmd::CheckTrace { trace } => match shardsim_harness::check::recheck_file(&trace) {
             Ok(None) => {
                 println!("{}: no violation", trace.display());
                 ExitCode::SUCCESS
@@ -521,7 +522,7 @@ fn cmd_run(
         let (r, t) = host::run_seed(host, &sc, seed, TraceMode::Full);
         (r, t, Default::default())
     } else {
-        let mut w = shardsim::sim::World::new(sc.clone(), seed, TraceMode::Full);
+        let mut w = shardsim_harness::sim::World::new(sc.clone(), seed, TraceMode::Full);
         if trace.is_some() {
             w = w.with_causal();
         }
@@ -954,7 +955,7 @@ fn cmd_bench(path: &Path, schedules: u64, jobs: usize, rounds: u32) -> ExitCode 
             events / schedules
         );
         let started = WallClock::now();
-        let checksum = shardsim::bare::bare_loop(events, 0);
+        let checksum = shardsim_harness::bare::bare_loop(events, 0);
         let bare_secs = started.elapsed().as_secs_f64().max(1e-9);
         let bare = events as f64 / bare_secs;
         println!(

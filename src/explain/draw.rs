@@ -352,8 +352,8 @@ pub fn svg(e: &Explanation, title: &str) -> String {
         s,
         r#"<text x="{left}" y="{:.1}">t={} … t={} (the violation); the axis spaces the story's moments evenly</text>"#,
         height - 12.0,
-        crate::time::Instant(t0),
-        crate::time::Instant(t1)
+        shardsim_core::time::Instant(t0),
+        shardsim_core::time::Instant(t1)
     );
     s.push_str("</svg>\n");
     s

@@ -1,16 +1,7 @@
-//! Helpers shared by the integration tests: the repository root, scratch folders, running the
-//! `shardsim` binary, and an `Output` with equality for exact comparisons of role outputs.
-//! Each test crate uses a part of it.
+//! Helpers shared by the integration tests: the repository root, scratch folders and running
+//! the `shardsim` binary. Each test crate uses a part of it.
 #![allow(dead_code)]
 
-pub mod coordinator_fixtures;
-pub mod harness;
-
-use shardsim::ids::ShardId;
-use shardsim::protocol::coordinator::CoordinatorState;
-use shardsim::protocol::Addr;
-use shardsim::protocol::{CoordinatorEvent, Local, Msg, Observation, Output, StoreRequest, Timer};
-use shardsim::time::Duration;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -33,8 +24,8 @@ pub fn toml_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A scenario kept for the tests under `tests/data/` (not fuzzed by the scenario walker).
-pub fn data_scenario(name: &str) -> shardsim::scenario::Scenario {
-    shardsim::scenario::Scenario::load(&root().join("tests/data").join(name)).unwrap()
+pub fn data_scenario(name: &str) -> shardsim_harness::scenario::Scenario {
+    shardsim_harness::scenario::Scenario::load(&root().join("tests/data").join(name)).unwrap()
 }
 
 /// The repository root.
@@ -89,70 +80,5 @@ pub fn shardsim_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// An `Output` with equality, for exact comparisons.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum O {
-    Send(Addr, Msg),
-    Set(Timer, Duration),
-    Cancel(Timer),
-    Persist(CoordinatorEvent),
-    Obs(Observation),
-    Local(Local),
-    Store(StoreRequest),
-    Stop(&'static str),
-    /// ddata mode: a state read with its additional replicas and timeout.
-    StateRead(usize, Duration),
-    /// ddata mode: a state write (the whole new state), additional replicas, timeout.
-    StateWrite(Box<CoordinatorState>, usize, Duration),
-    /// ddata mode with remember-entities: the remember store's read of its shard set.
-    RememberedShardsRead(usize, Duration),
-    /// ddata mode with remember-entities: `AddShard`.
-    RememberShardAdd(ShardId, usize, Duration),
-}
-
-/// The comparable form of an output.
-pub fn norm(o: &Output) -> O {
-    match o {
-        Output::Send { to, msg } => O::Send(*to, *msg),
-        Output::SetTimer { timer, after } => O::Set(*timer, *after),
-        Output::CancelTimer(t) => O::Cancel(*t),
-        Output::Persist(e) => O::Persist(*e),
-        Output::Observe(ob) => O::Obs(ob.clone()),
-        Output::Local { msg, .. } => O::Local(*msg),
-        Output::Store(req) => O::Store((**req).clone()),
-        Output::Stop { reason } => O::Stop(reason),
-        Output::StateRead {
-            additional,
-            timeout,
-        } => O::StateRead(*additional, *timeout),
-        Output::StateWrite {
-            state,
-            additional,
-            timeout,
-        } => O::StateWrite(state.clone(), *additional, *timeout),
-        Output::RememberedShardsRead {
-            additional,
-            timeout,
-        } => O::RememberedShardsRead(*additional, *timeout),
-        Output::RememberShardAdd {
-            shard,
-            additional,
-            timeout,
-        } => O::RememberShardAdd(*shard, *additional, *timeout),
-    }
-}
-
-/// The journal call-timeout timer that accompanies every persist, and the allocation-decision
-/// observation, are checked by their own tests; elsewhere they are left out of exact
-/// comparisons.
-pub fn not_persist_timer(o: &O) -> bool {
-    !matches!(
-        o,
-        O::Set(Timer::PersistTimeout, _)
-            | O::Cancel(Timer::PersistTimeout)
-            | O::Obs(Observation::AllocationDecided { .. })
     )
 }

@@ -1,0 +1,1104 @@
+//! The trace: one event per line in JSON Lines, in the order the world applied them. Every line
+//! has `t` (simulated microseconds) and `ev`. The same typed events feed the live checkers, so a
+//! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
+
+use serde_json::{json, Value};
+use shardsim_core::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
+use shardsim_core::protocol::{
+    Addr, CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
+};
+use shardsim_core::time::Instant;
+use std::hash::{Hash, Hasher};
+
+mod flows;
+pub use flows::{Flow, FlowLog};
+
+/// One traced event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TraceEvent {
+    /// What the run checks, recorded first so a trace file can be re-checked from itself.
+    CheckConfig {
+        /// `journal.check-single-writer`: the journal-single-writer rule is on.
+        single_writer: bool,
+        /// `liveness.enabled`: the liveness rule is on.
+        liveness: bool,
+        /// `settings.handoff-timeout-ms`: how long a hand-off may take (liveness).
+        handoff_timeout_ms: u64,
+    },
+    /// A node incarnation joined and is up.
+    NodeUp {
+        /// The node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+    },
+    /// A node incarnation stopped; every entity on it is dead.
+    NodeDown {
+        /// The node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+        /// Why.
+        reason: String,
+    },
+    /// An entity incarnation started.
+    EntityStarted {
+        /// The entity.
+        entity: EntityId,
+        /// Its shard.
+        shard: ShardId,
+        /// Where.
+        node: NodeId,
+        /// Run-unique incarnation.
+        incarnation: u64,
+    },
+    /// An entity incarnation stopped.
+    EntityStopped {
+        /// The entity.
+        entity: EntityId,
+        /// Where.
+        node: NodeId,
+        /// The incarnation.
+        incarnation: u64,
+        /// Why.
+        reason: StopReason,
+    },
+    /// A sender handed a message to its local region.
+    Send {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// The sender's node.
+        node: NodeId,
+        /// The entity's shard under the extractor of the sender's node incarnation (where
+        /// its region routes the message; with `per-incarnation` other nodes may disagree).
+        shard: ShardId,
+    },
+    /// A message reached its entity.
+    Deliver {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// Where.
+        node: NodeId,
+        /// The receiving incarnation.
+        incarnation: u64,
+    },
+    /// A user message was dropped.
+    Drop {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// Why.
+        reason: DropReason,
+        /// Where.
+        node: NodeId,
+    },
+    /// A protocol message was delivered to its actor.
+    Msg {
+        /// Sending node.
+        from: NodeId,
+        /// Receiving node.
+        to: NodeId,
+        /// The receiving actor.
+        actor: Role,
+        /// The message.
+        msg: Msg,
+    },
+    /// A message reached a node incarnation that is gone, or an actor that is not running.
+    DeadLetter {
+        /// Sending node.
+        from: NodeId,
+        /// Receiving node.
+        to: NodeId,
+        /// The message.
+        msg: Msg,
+    },
+    /// A timer fired.
+    Timer {
+        /// Where.
+        node: NodeId,
+        /// Which.
+        timer: Timer,
+    },
+    /// The journal appended a coordinator's write.
+    Persisted {
+        /// The writing coordinator's node.
+        node: NodeId,
+        /// That node's incarnation.
+        incarnation: u32,
+        /// The writing coordinator's generation on its node.
+        generation: u32,
+        /// The event.
+        event: CoordinatorEvent,
+    },
+    /// The journal's acknowledgement reached the coordinator that wrote (it applies the event).
+    PersistAcked {
+        /// The coordinator's node.
+        node: NodeId,
+        /// That node's incarnation.
+        incarnation: u32,
+        /// The coordinator's generation on its node.
+        generation: u32,
+    },
+    /// A coordinator started on a node after replaying the journal.
+    CoordinatorStarted {
+        /// Where.
+        node: NodeId,
+        /// The node's incarnation.
+        incarnation: u32,
+        /// Counts coordinator instances on this node (journal writes carry it).
+        generation: u32,
+        /// Events replayed.
+        replayed: usize,
+    },
+    /// A region started hosting a shard.
+    ShardHosted {
+        /// Shard.
+        shard: ShardId,
+        /// Where.
+        node: NodeId,
+    },
+    /// A region stopped hosting a shard.
+    ShardUnhosted {
+        /// Shard.
+        shard: ShardId,
+        /// Where.
+        node: NodeId,
+    },
+    /// The coordinator allocated a shard.
+    ShardAllocated {
+        /// Shard.
+        shard: ShardId,
+        /// To this node's region.
+        node: NodeId,
+    },
+    /// A hand-off began.
+    RebalanceStarted {
+        /// Shard.
+        shard: ShardId,
+        /// From this node's region.
+        from: NodeId,
+        /// The node of the coordinator running the hand-off.
+        coordinator: NodeId,
+    },
+    /// A hand-off ended.
+    RebalanceDone {
+        /// Shard.
+        shard: ShardId,
+        /// False on handoff-timeout.
+        ok: bool,
+        /// The node of the coordinator running the hand-off.
+        coordinator: NodeId,
+    },
+    /// A coordinator decided where a shard goes (before persisting the allocation).
+    AllocationDecided {
+        /// The coordinator's node.
+        node: NodeId,
+        /// Shard.
+        shard: ShardId,
+        /// The chosen region.
+        region: RegionRef,
+    },
+    /// A node's member view changed (also empty when the node goes up or down).
+    MemberView {
+        /// The node.
+        node: NodeId,
+        /// Its view, oldest first.
+        members: Vec<Member>,
+    },
+    /// The coordinator a node's region is registered with changed.
+    RegionCoordinator {
+        /// The region's node.
+        node: NodeId,
+        /// The coordinator's node and incarnation; `None`: not registered.
+        coordinator: Option<RegionRef>,
+    },
+    /// A region stopped itself (its node stays up).
+    RegionStopped {
+        /// Where.
+        node: NodeId,
+        /// Why.
+        reason: String,
+    },
+    /// A region restarted after an exception.
+    RegionRestarted {
+        /// Where.
+        node: NodeId,
+    },
+    /// A fault was injected (or healed).
+    Fault {
+        /// The fault kind.
+        fault: String,
+        /// Its parameters.
+        detail: String,
+    },
+    /// A membership event seen by a node (reachability, status change, downing decision).
+    Cluster {
+        /// The observing node.
+        node: NodeId,
+        /// What happened.
+        event: String,
+    },
+    /// The coordinator on a node stopped.
+    CoordinatorStopped {
+        /// Where.
+        node: NodeId,
+        /// Why.
+        reason: String,
+    },
+    /// A coordinator could not recover from the journal.
+    RecoveryFailed {
+        /// Where.
+        node: NodeId,
+        /// Why.
+        reason: String,
+    },
+    /// The fault profile a swarm seed drew.
+    SwarmProfile {
+        /// Which fault kinds are on, and how many of each.
+        profile: String,
+    },
+    /// The liveness phase began: faults healed, crashed nodes restarting. Every message sent
+    /// in the window `from..=to` must be delivered or dropped by the end.
+    LivenessPhase {
+        /// The window's start.
+        from: Instant,
+        /// The window's end (inclusive).
+        to: Instant,
+    },
+    /// The run reached its end time without a violation (the end-of-run verdicts follow).
+    RunEnd {
+        /// User messages still on their way at the end: on the network, between the actors of
+        /// a node, or buffered in a region or a Shard.
+        in_flight: u64,
+    },
+    /// An invariant broke.
+    Violation {
+        /// Which.
+        invariant: String,
+        /// What happened.
+        detail: String,
+    },
+    /// A role's check of its own state failed after it handled an input (the last variant:
+    /// the trace hash covers variant numbers).
+    RoleBreach {
+        /// Where.
+        node: NodeId,
+        /// `region` or `coordinator`.
+        role: String,
+        /// The rule, in kebab-case.
+        rule: String,
+        /// What broke it.
+        detail: String,
+    },
+    /// A Shard threw and restarts in place.
+    ShardFailed {
+        /// Where.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+        /// Why.
+        cause: String,
+        /// An `IllegalStateException` (or invalid actor name) of the modelled Akka version:
+        /// the `shard-illegal-state` oracle.
+        illegal: bool,
+    },
+    /// A remember-entities store accepted a write (§6.4): the entities now remembered for the
+    /// shard gain `started` and lose `stopped`.
+    StoreWrite {
+        /// The writing Shard's node.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+        /// Entities added.
+        started: Vec<EntityId>,
+        /// Entities removed.
+        stopped: Vec<EntityId>,
+    },
+    /// Remember-entities is on: a remembered entity may be down for `slack_ms` after its
+    /// last stop (restart back-off, Shard reload) before remembered-entity liveness counts it.
+    RememberConfig {
+        /// The allowance (ms).
+        slack_ms: u64,
+    },
+    /// A remember-entities store answered `GetEntities`.
+    StoreRead {
+        /// The reading Shard's node.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+        /// The remembered entities it returned.
+        entities: Vec<EntityId>,
+    },
+    /// A ddata coordinator read its state (§3.3): the events that rebuild it from empty.
+    CoordinatorStateLoaded {
+        /// The coordinator's node.
+        node: NodeId,
+        /// Regions, proxies and allocations ([`CoordinatorState::as_events`]).
+        ///
+        /// [`CoordinatorState::as_events`]: shardsim_core::protocol::coordinator::CoordinatorState::as_events
+        events: Vec<CoordinatorEvent>,
+    },
+    /// A ddata coordinator's state update succeeded on enough replicas; it applies `event`.
+    CoordinatorStateUpdated {
+        /// The coordinator's node.
+        node: NodeId,
+        /// The event.
+        event: CoordinatorEvent,
+    },
+    /// `liveness.check-graceful-shutdown` is on: the graceful-shutdown-timeout rule runs
+    /// (recorded after [`TraceEvent::CheckConfig`], only when on).
+    GracefulShutdownCheck,
+    /// A node began a graceful leave (coordinated shutdown, §5.5): the graceful-leave-loss
+    /// rule watches the drops at this incarnation from here until the node's next incarnation.
+    GracefulLeave {
+        /// The leaving node.
+        node: NodeId,
+        /// Its incarnation.
+        incarnation: u32,
+        /// How long the cluster needs to settle after a fault (failure detection,
+        /// stable-after, removal margin, 1 s): a leave this soon after one is not graceful.
+        settle_ms: u64,
+    },
+    /// A user message still on its way at the end of the run, recorded just before
+    /// [`TraceEvent::RunEnd`] (one per message, ordered by sender, entity, seq): the
+    /// message-conservation balance (sent = delivered + dropped + pending) is re-checked from
+    /// the file, and a run with a liveness phase fails on one sent before its window closed.
+    Pending {
+        /// Sender.
+        sender: SenderId,
+        /// Entity.
+        entity: EntityId,
+        /// Sequence number.
+        seq: u64,
+        /// Where it is: the receiving node for one on the network or between a node's actors,
+        /// the holding node otherwise.
+        node: NodeId,
+        /// In what.
+        place: Place,
+    },
+    /// A Shard stopped itself while loading its remembered entities (the store stopped or
+    /// the load timed out, §6.1, SH `awaitingRememberedEntities`): its region stays the
+    /// shard's home and starts it again after shard-failure-backoff (SR:1050-1093). The
+    /// hosting-ack rule lets this Shard's stop pass.
+    ShardLoadFailed {
+        /// Where.
+        node: NodeId,
+        /// The shard.
+        shard: ShardId,
+    },
+}
+
+/// Where a user message pending at the end of a run is ([`TraceEvent::Pending`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// On the network, to the node's region.
+    Network,
+    /// Between the actors of the node (region, Shard, entity).
+    Local,
+    /// Held by the world for a paused node.
+    Deferred,
+    /// In a region's per-shard buffer.
+    RegionBuffer,
+    /// In a Shard's buffer (a passivating or restarting entity, a Shard initialising).
+    ShardBuffer,
+}
+
+impl Place {
+    /// The name in trace files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Place::Network => "network",
+            Place::Local => "local",
+            Place::Deferred => "deferred",
+            Place::RegionBuffer => "region_buffer",
+            Place::ShardBuffer => "shard_buffer",
+        }
+    }
+
+    /// The inverse of [`Place::name`].
+    pub fn from_name(s: &str) -> Option<Place> {
+        [
+            Place::Network,
+            Place::Local,
+            Place::Deferred,
+            Place::RegionBuffer,
+            Place::ShardBuffer,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s)
+    }
+}
+
+fn ids_json(ids: &[EntityId]) -> Value {
+    Value::Array(ids.iter().map(|e| json!(e.to_string())).collect())
+}
+
+fn reason_str<T: serde::Serialize>(r: &T) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
+}
+
+/// One member of a view: `{"node", "incarnation", "up_number", "status", "hosting"}`, and
+/// `"app_version"` when it is not 0 (so traces of scenarios without app versions stay as they
+/// were).
+fn member_json(m: &Member) -> Value {
+    let mut v = json!({
+        "node": m.node.0,
+        "incarnation": m.inc.0,
+        "up_number": m.up_number,
+        "status": reason_str(&m.status),
+        "hosting": m.hosting,
+    });
+    if m.app_version != 0 {
+        v["app_version"] = json!(m.app_version);
+    }
+    v
+}
+
+/// The inverse of [`member_json`].
+pub(crate) fn member_from_json(v: &Value) -> Option<Member> {
+    let num = |k: &str| v.get(k).and_then(|x| x.as_u64());
+    Some(Member {
+        node: NodeId(u32::try_from(num("node")?).ok()?),
+        inc: NodeInc(u32::try_from(num("incarnation")?).ok()?),
+        up_number: u32::try_from(num("up_number")?).ok()?,
+        status: serde_json::from_value(v.get("status")?.clone()).ok()?,
+        hosting: v.get("hosting")?.as_bool()?,
+        app_version: match v.get("app_version") {
+            None => 0,
+            Some(x) => u32::try_from(x.as_u64()?).ok()?,
+        },
+    })
+}
+
+fn msg_json(m: &Msg, v: &mut serde_json::Map<String, Value>) {
+    v.insert("msg".into(), json!(m.name()));
+    if let Some(s) = m.shard() {
+        v.insert("shard".into(), json!(s.to_string()));
+    }
+    match m {
+        Msg::User(e) => {
+            v.insert("sender".into(), json!(e.sender.to_string()));
+            v.insert("entity".into(), json!(e.entity.to_string()));
+            v.insert("seq".into(), json!(e.seq));
+        }
+        Msg::ShardHome { region, .. } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        Msg::Register { region } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        Msg::RegisterProxy { proxy } => {
+            v.insert("region".into(), json!(proxy.node.0));
+        }
+        Msg::GracefulShutdownReq { region } | Msg::RegionStopped { region } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        Msg::BeginHandOffAck { region, .. } | Msg::BeginHandOffAckRelay { region, .. } => {
+            v.insert("region".into(), json!(region.node.0));
+        }
+        _ => {}
+    }
+}
+
+impl TraceEvent {
+    /// The `ev` field.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TraceEvent::NodeUp { .. } => "node_up",
+            TraceEvent::NodeDown { .. } => "node_down",
+            TraceEvent::EntityStarted { .. } => "entity_started",
+            TraceEvent::EntityStopped { .. } => "entity_stopped",
+            TraceEvent::Send { .. } => "send",
+            TraceEvent::Deliver { .. } => "deliver",
+            TraceEvent::Drop { .. } => "drop",
+            TraceEvent::Msg { .. } => "msg",
+            TraceEvent::DeadLetter { .. } => "dead_letter",
+            TraceEvent::Timer { .. } => "timer",
+            TraceEvent::Persisted { .. } => "persisted",
+            TraceEvent::CoordinatorStarted { .. } => "coordinator_started",
+            TraceEvent::CoordinatorStateLoaded { .. } => "coordinator_state_loaded",
+            TraceEvent::CoordinatorStateUpdated { .. } => "coordinator_state_updated",
+            TraceEvent::ShardHosted { .. } => "shard_hosted",
+            TraceEvent::ShardUnhosted { .. } => "shard_unhosted",
+            TraceEvent::ShardAllocated { .. } => "shard_allocated",
+            TraceEvent::RebalanceStarted { .. } => "rebalance_started",
+            TraceEvent::RebalanceDone { .. } => "rebalance_done",
+            TraceEvent::RegionRestarted { .. } => "region_restarted",
+            TraceEvent::Violation { .. } => "violation",
+            TraceEvent::Fault { .. } => "fault",
+            TraceEvent::Cluster { .. } => "cluster",
+            TraceEvent::CoordinatorStopped { .. } => "coordinator_stopped",
+            TraceEvent::RecoveryFailed { .. } => "recovery_failed",
+            TraceEvent::SwarmProfile { .. } => "swarm_profile",
+            TraceEvent::LivenessPhase { .. } => "liveness_phase",
+            TraceEvent::CheckConfig { .. } => "check_config",
+            TraceEvent::PersistAcked { .. } => "persist_acked",
+            TraceEvent::AllocationDecided { .. } => "allocation_decided",
+            TraceEvent::MemberView { .. } => "member_view",
+            TraceEvent::RegionCoordinator { .. } => "region_coordinator",
+            TraceEvent::RegionStopped { .. } => "region_stopped",
+            TraceEvent::RoleBreach { .. } => "role_breach",
+            TraceEvent::RunEnd { .. } => "run_end",
+            TraceEvent::ShardFailed { .. } => "shard_failed",
+            TraceEvent::StoreWrite { .. } => "store_write",
+            TraceEvent::StoreRead { .. } => "store_read",
+            TraceEvent::RememberConfig { .. } => "remember_config",
+            TraceEvent::GracefulShutdownCheck => "graceful_shutdown_check",
+            TraceEvent::GracefulLeave { .. } => "graceful_leave",
+            TraceEvent::Pending { .. } => "pending",
+            TraceEvent::ShardLoadFailed { .. } => "shard_load_failed",
+        }
+    }
+
+    /// One JSON line (without the newline).
+    pub fn to_json(&self, t: Instant) -> String {
+        let mut v = serde_json::Map::new();
+        v.insert("t".into(), json!(t.0));
+        v.insert("ev".into(), json!(self.kind()));
+        let mut put = |k: &str, x: Value| {
+            v.insert(k.into(), x);
+        };
+        match self {
+            TraceEvent::NodeUp { node, incarnation } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+            }
+            TraceEvent::NodeDown {
+                node,
+                incarnation,
+                reason,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("reason", json!(reason));
+            }
+            TraceEvent::EntityStarted {
+                entity,
+                shard,
+                node,
+                incarnation,
+            } => {
+                put("entity", json!(entity.to_string()));
+                put("shard", json!(shard.to_string()));
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+            }
+            TraceEvent::EntityStopped {
+                entity,
+                node,
+                incarnation,
+                reason,
+            } => {
+                put("entity", json!(entity.to_string()));
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("reason", reason_str(reason));
+            }
+            TraceEvent::Send {
+                sender,
+                entity,
+                seq,
+                node,
+                shard,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+            }
+            TraceEvent::Deliver {
+                sender,
+                entity,
+                seq,
+                node,
+                incarnation,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+            }
+            TraceEvent::Drop {
+                sender,
+                entity,
+                seq,
+                reason,
+                node,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("reason", reason_str(reason));
+                put("node", json!(node.0));
+            }
+            TraceEvent::Msg {
+                from,
+                to,
+                actor,
+                msg,
+            } => {
+                put("from", json!(from.0));
+                put("to", json!(to.0));
+                put(
+                    "actor",
+                    json!(match actor {
+                        Role::Coordinator => "coordinator",
+                        Role::Region => "region",
+                        Role::SingletonManager => "singleton",
+                    }),
+                );
+                msg_json(msg, &mut v);
+            }
+            TraceEvent::DeadLetter { from, to, msg } => {
+                put("from", json!(from.0));
+                put("to", json!(to.0));
+                msg_json(msg, &mut v);
+            }
+            TraceEvent::Timer { node, timer } => {
+                put("node", json!(node.0));
+                let (name, shard) = match timer {
+                    Timer::RegionRetry => ("Retry", None),
+                    Timer::RegisterRetry => ("RegisterRetry", None),
+                    Timer::RebalanceTick => ("RebalanceTick", None),
+                    Timer::ResendShardHost(s) => ("ResendShardHost", Some(*s)),
+                    Timer::HandOffTimeout(s) => ("HandOffTimeout", Some(*s)),
+                    Timer::StateInitialized => ("StateInitialized", None),
+                    Timer::DelayedShardRegionTerminated(_) => {
+                        ("DelayedShardRegionTerminated", None)
+                    }
+                    Timer::PersistTimeout => ("PersistTimeout", None),
+                    Timer::RestartShard(s) => ("RestartShard", Some(*s)),
+                    Timer::StarterRetry(s) => ("RememberEntityStarterRetry", Some(*s)),
+                    Timer::GracefulShutdownTimeout => ("GracefulShutdownTimeout", None),
+                    Timer::Shard { shard, kind, .. } => (
+                        match kind {
+                            ShardTimer::HandOffStopTimeout => "HandOffStopTimeout",
+                            ShardTimer::PassivationTimedOut(_) => "PassivationTimedOut",
+                            ShardTimer::PassivateIdleTick => "PassivateIdleTick",
+                            ShardTimer::RestartTerminatedEntity(_) => "RestartTerminatedEntity",
+                            ShardTimer::RememberEntityTimeout => "RememberEntityTimeout",
+                        },
+                        Some(*shard),
+                    ),
+                };
+                put("timer", json!(name));
+                if let Some(s) = shard {
+                    put("shard", json!(s.to_string()));
+                }
+            }
+            TraceEvent::Persisted {
+                node,
+                incarnation,
+                generation,
+                event,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("generation", json!(generation));
+                put("event", serde_json::to_value(event).unwrap_or(Value::Null));
+            }
+            TraceEvent::PersistAcked {
+                node,
+                incarnation,
+                generation,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("generation", json!(generation));
+            }
+            TraceEvent::CoordinatorStateLoaded { node, events } => {
+                put("node", json!(node.0));
+                put(
+                    "events",
+                    serde_json::to_value(events).unwrap_or(Value::Null),
+                );
+            }
+            TraceEvent::CoordinatorStateUpdated { node, event } => {
+                put("node", json!(node.0));
+                put("event", serde_json::to_value(event).unwrap_or(Value::Null));
+            }
+            TraceEvent::CoordinatorStarted {
+                node,
+                incarnation,
+                generation,
+                replayed,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("generation", json!(generation));
+                put("replayed", json!(replayed));
+            }
+            TraceEvent::ShardHosted { shard, node } | TraceEvent::ShardUnhosted { shard, node } => {
+                put("shard", json!(shard.to_string()));
+                put("node", json!(node.0));
+            }
+            TraceEvent::ShardAllocated { shard, node } => {
+                put("shard", json!(shard.to_string()));
+                put("node", json!(node.0));
+            }
+            TraceEvent::RebalanceStarted {
+                shard,
+                from,
+                coordinator,
+            } => {
+                put("shard", json!(shard.to_string()));
+                put("from", json!(from.0));
+                put("coordinator", json!(coordinator.0));
+            }
+            TraceEvent::RebalanceDone {
+                shard,
+                ok,
+                coordinator,
+            } => {
+                put("shard", json!(shard.to_string()));
+                put("ok", json!(ok));
+                put("coordinator", json!(coordinator.0));
+            }
+            TraceEvent::AllocationDecided {
+                node,
+                shard,
+                region,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("region", json!(region.node.0));
+                put("region_incarnation", json!(region.inc.0));
+            }
+            TraceEvent::MemberView { node, members } => {
+                put("node", json!(node.0));
+                put(
+                    "members",
+                    Value::Array(members.iter().map(member_json).collect()),
+                );
+            }
+            TraceEvent::RegionCoordinator { node, coordinator } => {
+                put("node", json!(node.0));
+                put(
+                    "coordinator",
+                    match coordinator {
+                        Some(c) => json!({"node": c.node.0, "incarnation": c.inc.0}),
+                        None => Value::Null,
+                    },
+                );
+            }
+            TraceEvent::RegionStopped { node, reason } => {
+                put("node", json!(node.0));
+                put("reason", json!(reason));
+            }
+            TraceEvent::RoleBreach {
+                node,
+                role,
+                rule,
+                detail,
+            } => {
+                put("node", json!(node.0));
+                put("role", json!(role));
+                put("rule", json!(rule));
+                put("detail", json!(detail));
+            }
+            TraceEvent::RegionRestarted { node } => put("node", json!(node.0)),
+            TraceEvent::Violation { invariant, detail } => {
+                put("invariant", json!(invariant));
+                put("detail", json!(detail));
+            }
+            TraceEvent::Fault { fault, detail } => {
+                put("fault", json!(fault));
+                put("detail", json!(detail));
+            }
+            TraceEvent::Cluster { node, event } => {
+                put("node", json!(node.0));
+                put("event", json!(event));
+            }
+            TraceEvent::CoordinatorStopped { node, reason }
+            | TraceEvent::RecoveryFailed { node, reason } => {
+                put("node", json!(node.0));
+                put("reason", json!(reason));
+            }
+            TraceEvent::SwarmProfile { profile } => put("profile", json!(profile)),
+            TraceEvent::LivenessPhase { from, to } => {
+                put("from", json!(from.0));
+                put("to", json!(to.0));
+            }
+            TraceEvent::CheckConfig {
+                single_writer,
+                liveness,
+                handoff_timeout_ms,
+            } => {
+                put("single_writer", json!(single_writer));
+                put("liveness", json!(liveness));
+                put("handoff_timeout_ms", json!(handoff_timeout_ms));
+            }
+            TraceEvent::RunEnd { in_flight } => put("in_flight", json!(in_flight)),
+            TraceEvent::ShardFailed {
+                node,
+                shard,
+                cause,
+                illegal,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("cause", json!(cause));
+                put("illegal", json!(illegal));
+            }
+            TraceEvent::StoreWrite {
+                node,
+                shard,
+                started,
+                stopped,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("started", ids_json(started));
+                put("stopped", ids_json(stopped));
+            }
+            TraceEvent::RememberConfig { slack_ms } => put("slack_ms", json!(slack_ms)),
+            TraceEvent::StoreRead {
+                node,
+                shard,
+                entities,
+            } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+                put("entities", ids_json(entities));
+            }
+            TraceEvent::GracefulShutdownCheck => {}
+            TraceEvent::GracefulLeave {
+                node,
+                incarnation,
+                settle_ms,
+            } => {
+                put("node", json!(node.0));
+                put("incarnation", json!(incarnation));
+                put("settle_ms", json!(settle_ms));
+            }
+            TraceEvent::Pending {
+                sender,
+                entity,
+                seq,
+                node,
+                place,
+            } => {
+                put("sender", json!(sender.to_string()));
+                put("entity", json!(entity.to_string()));
+                put("seq", json!(seq));
+                put("node", json!(node.0));
+                put("place", json!(place.name()));
+            }
+            TraceEvent::ShardLoadFailed { node, shard } => {
+                put("node", json!(node.0));
+                put("shard", json!(shard.to_string()));
+            }
+        }
+        Value::Object(v).to_string()
+    }
+}
+
+/// What the tracer keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceMode {
+    /// Nothing (fastest; the default for campaigns).
+    Off,
+    /// A running hash of every event (determinism checks).
+    Hash,
+    /// Every event, plus the hash.
+    Full,
+}
+
+/// FNV-1a, 64 bit: a fixed hasher, identical on every machine and Rust version.
+#[derive(Clone, Debug)]
+pub struct Fnv64(pub u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv64 {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.write(&n.to_le_bytes());
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write(&n.to_le_bytes());
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write(&(n as u64).to_le_bytes());
+    }
+}
+
+/// Records the trace according to its mode.
+#[derive(Debug)]
+pub struct Tracer {
+    mode: TraceMode,
+    hash: Fnv64,
+    events: Vec<(Instant, TraceEvent)>,
+    /// Send times of protocol messages, for `run --perfetto` only (never hashed, never in the
+    /// JSON Lines trace).
+    flows: Option<Box<FlowLog>>,
+}
+
+impl Tracer {
+    /// A tracer in `mode`.
+    pub fn new(mode: TraceMode) -> Self {
+        Tracer {
+            mode,
+            hash: Fnv64::default(),
+            events: Vec::new(),
+            flows: None,
+        }
+    }
+    /// Also record when each protocol message was sent ([`FlowLog`]); the
+    /// trace and its hash stay as they are.
+    pub fn record_flows(&mut self) {
+        self.flows = Some(Box::default());
+    }
+    /// The flow log, when [`Tracer::record_flows`] was called.
+    pub fn flows(&self) -> Option<&FlowLog> {
+        self.flows.as_deref()
+    }
+    /// A protocol message was put on the network (`sent`: false when its link was cut).
+    #[inline]
+    pub fn flow_sent(&mut self, t: Instant, from: Addr, to: Addr, msg: &Msg, sent: bool) {
+        if let Some(f) = self.flows.as_deref_mut() {
+            f.sent(t, from, to, msg.name(), sent, self.events.len());
+        }
+    }
+    /// A protocol message reached the end of its link (`ok`: false when it was lost there).
+    #[inline]
+    pub fn flow_arrived(&mut self, t: Instant, from: Addr, to: Addr, ok: bool) {
+        if let Some(f) = self.flows.as_deref_mut() {
+            f.arrived(t, from, to, ok);
+        }
+    }
+    /// Whether events are wanted at all.
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.mode != TraceMode::Off
+    }
+    /// Record one event.
+    #[inline]
+    pub fn record(&mut self, t: Instant, ev: TraceEvent) {
+        if self.mode != TraceMode::Off {
+            self.record_on(t, ev);
+        }
+    }
+
+    fn record_on(&mut self, t: Instant, ev: TraceEvent) {
+        match self.mode {
+            TraceMode::Off => {}
+            TraceMode::Hash => {
+                t.0.hash(&mut self.hash);
+                ev.hash(&mut self.hash);
+            }
+            TraceMode::Full => {
+                t.0.hash(&mut self.hash);
+                ev.hash(&mut self.hash);
+                self.events.push((t, ev));
+            }
+        }
+    }
+    /// The hash of everything recorded.
+    pub fn hash(&self) -> u64 {
+        self.hash.0
+    }
+    /// The recorded events (Full mode).
+    pub fn events(&self) -> &[(Instant, TraceEvent)] {
+        &self.events
+    }
+    /// The whole trace as JSON Lines.
+    pub fn to_jsonl(&self) -> String {
+        let mut s = String::with_capacity(self.events.len() * 96);
+        for (t, e) in &self.events {
+            s.push_str(&e.to_json(*t));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// A canonical, readable rebalance log of a full trace: which shard moved from which node to
+/// which, when, and why (first allocation, rebalance hand-off, fail-over after its node left),
+/// plus coordinator starts and timed-out hand-offs. Snapshot tests compare it, so a change to
+/// the protocol or the allocation strategy shows up as a reviewable diff.
+pub fn rebalance_log(events: &[(Instant, TraceEvent)]) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let mut home: BTreeMap<shardsim_core::ids::ShardId, NodeId> = BTreeMap::new();
+    let mut handing_off: BTreeMap<shardsim_core::ids::ShardId, NodeId> = BTreeMap::new();
+    let mut down: BTreeMap<NodeId, String> = BTreeMap::new();
+    let mut out = String::new();
+    for (t, e) in events {
+        match e {
+            TraceEvent::CoordinatorStarted { node, replayed, .. } => {
+                let _ = writeln!(
+                    out,
+                    "{t} coordinator started on node {} (replayed {replayed} events)",
+                    node.0
+                );
+            }
+            TraceEvent::NodeDown { node, reason, .. } => {
+                down.insert(*node, reason.clone());
+                let _ = writeln!(out, "{t} node {} down: {reason}", node.0);
+            }
+            TraceEvent::NodeUp { node, .. } => {
+                down.remove(node);
+            }
+            TraceEvent::RebalanceStarted { shard, from, .. } => {
+                handing_off.insert(*shard, *from);
+            }
+            TraceEvent::RebalanceDone {
+                shard, ok: false, ..
+            } => {
+                handing_off.remove(shard);
+                let _ = writeln!(out, "{t} shard {shard}: hand-off timed out, stays put");
+            }
+            TraceEvent::ShardAllocated { shard, node } => {
+                let why = match (home.get(shard), handing_off.remove(shard)) {
+                    (None, _) => format!("shard {shard}: allocated to node {}", node.0),
+                    (Some(prev), Some(_)) => {
+                        format!(
+                            "shard {shard}: node {} -> node {} (rebalance)",
+                            prev.0, node.0
+                        )
+                    }
+                    (Some(prev), None) => match down.get(prev) {
+                        Some(r) => format!(
+                            "shard {shard}: node {} -> node {} (fail-over: node {} {r})",
+                            prev.0, node.0, prev.0
+                        ),
+                        None => format!(
+                            "shard {shard}: node {} -> node {} (re-allocated)",
+                            prev.0, node.0
+                        ),
+                    },
+                };
+                home.insert(*shard, *node);
+                let _ = writeln!(out, "{t} {why}");
+            }
+            _ => {}
+        }
+    }
+    out
+}
