@@ -8,6 +8,7 @@
 //!
 //! [`Node`]: shardsim_core::node::Node
 
+pub(crate) mod kit;
 #[cfg(madsim)]
 pub mod madsim;
 

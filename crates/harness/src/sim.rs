@@ -18,29 +18,26 @@ pub mod queue;
 pub mod swarm;
 pub mod workload;
 
-use crate::check::{Checker, Violation};
+use crate::check::Violation;
 use crate::fault::TimedFault;
+use crate::host::kit::{Cluster, Ctx, Transport};
 use crate::scenario::Scenario;
 use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
-use journal::Journal;
 use net::Net;
 use queue::EventQueue;
-use shardsim_core::ddata::{Data, Key, ReplMsg};
+use shardsim_core::ddata::ReplMsg;
 use shardsim_core::ids::{EntityId, NodeId, NodeInc, ShardId};
 use shardsim_core::membership::{MMsg, NodeAddr};
-use shardsim_core::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
+use shardsim_core::node::{Node, NodeConfig, NodeInput, NodeTimer};
 use shardsim_core::protocol::entity::{Extractors, RecordingFactory, SharedShards};
 use shardsim_core::protocol::region::RegionConfig;
-use shardsim_core::protocol::settings::RememberStore;
 use shardsim_core::protocol::{
-    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, MemberStatus,
-    Msg, Observation, Role, ShardFailure, StoreOp, StoreReply, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Local, Msg, Observation, Role,
+    ShardFailure, StoreOp, StoreReply, StoreRequest,
 };
-use shardsim_core::rng::{Rng, Stream};
 use shardsim_core::time::{Duration, Instant};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
-use workload::Workload;
 
 /// Counters of one schedule.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -204,26 +201,9 @@ enum Ev {
     },
 }
 
-/// One node id's place in the world: the running incarnation, if any, and the process state
-/// the fault injector controls.
-struct Slot {
-    /// Whether an incarnation is running.
-    up: bool,
-    /// The running incarnation; taken out while it handles an input.
-    node: Option<Box<Node>>,
-    /// The current (or last) incarnation.
-    inc: NodeInc,
-    hosting: bool,
-    /// The app version of the current (or last) incarnation (`[cluster] app-version`, one
-    /// more per new incarnation with `upgrade-on-restart`).
-    app_version: u32,
-    /// Paused until this time (µs); 0: running.
-    paused_until: u64,
-    /// Events that arrived while paused, in arrival order; flushed before anything newer.
-    deferred: VecDeque<Ev>,
-    /// The node's disk: durable Distributed Data entries, kept across its incarnations.
-    disk: BTreeMap<Key, Data>,
-}
+/// The world's own state of a node id, beside the shared [`NodeSlot`]: the events that
+/// arrived while its process was paused, in arrival order, flushed before anything newer.
+type Deferred = VecDeque<Ev>;
 
 /// What every node of a run shares, built from the scenario (for every host), and the shard of
 /// each entity id when every region shares one extractor (empty otherwise).
@@ -294,35 +274,19 @@ pub fn preamble(sc: &Scenario) -> Vec<TraceEvent> {
 
 /// One simulated cluster running one schedule.
 pub struct World {
-    sc: Arc<Scenario>,
-    seed: u64,
+    /// What every host keeps of the run: slots, incarnations, journal, workload, checker,
+    /// tracer.
+    c: Cluster,
     now: Instant,
-    end: Instant,
     queue: EventQueue<Ev>,
+    /// Per node: the events deferred by its paused process.
+    deferred: Vec<Deferred>,
     /// Events deferred by paused processes, over all nodes.
     deferred_total: usize,
     /// The latest end of any pause so far: no process is paused after it.
     paused_max: u64,
-    slots: Vec<Slot>,
-    next_inc: u32,
-    incarnations: Incarnations,
-    /// Entity behaviour: stop durations, entity-initiated passivation.
-    entity_rng: Rng,
     net: Net,
-    journal: Journal,
-    workload: Workload,
     plan: Vec<TimedFault>,
-    node_cfg: Arc<NodeConfig>,
-    /// The shard of each entity id the workload sends to, when every region shares one
-    /// extractor (the same answers as the regions' table): the send path's shard without a
-    /// dynamic call. Empty for a per-incarnation extractor.
-    shared_shards: SharedShards,
-    checker: Checker,
-    tracer: Tracer,
-    stats: Stats,
-    violation: Option<Violation>,
-    /// The node whose outputs are being applied.
-    cur: NodeAddr,
     /// The causal recorder (`shardsim explain`); `None` unless asked for.
     causal: Option<Box<causal::CausalLog>>,
     /// The behaviour coverage collector (`fuzz --coverage`, `--guided`); `None` unless asked.
@@ -333,60 +297,26 @@ impl World {
     /// A world for `sc` and `seed`, with the given trace mode.
     pub fn new(sc: Arc<Scenario>, seed: u64, trace: TraceMode) -> Self {
         // With swarm.entity-knobs, this seed runs the entity knobs it draws.
-        let (sc, knobs) = match swarm::with_entity_knobs(&sc, seed) {
-            Some((drawn, desc)) => (Arc::new(drawn), Some(desc)),
-            None => (sc, None),
-        };
-        let n = sc.cluster.nodes as usize;
-        let (node_cfg, shared_shards) = node_config(&sc, seed);
-        let slots = (0..n as u32)
-            .map(|i| Slot {
-                up: false,
-                node: None,
-                inc: NodeInc(0),
-                hosting: sc.hosting(i),
-                app_version: sc.app_version(i),
-                paused_until: 0,
-                deferred: VecDeque::new(),
-                disk: BTreeMap::new(),
-            })
-            .collect();
-        let end = Instant(0) + Duration::from_millis(sc.run.duration_ms);
+        let (c, knobs) = Cluster::new(sc, seed, trace);
+        let n = c.n();
         let mut w = World {
-            seed,
             now: Instant::ZERO,
-            end,
             queue: EventQueue::new(),
+            deferred: (0..n).map(|_| Deferred::new()).collect(),
             deferred_total: 0,
             paused_max: 0,
-            slots,
-            next_inc: 1,
-            incarnations: Incarnations { next: 1 },
-            entity_rng: Rng::fork(seed, Stream::Entities),
-            net: Net::new(n, sc.network.clone(), seed),
-            journal: Journal::new(sc.journal.clone(), seed),
-            workload: Workload::new(&sc, seed),
+            net: Net::new(n, c.sc.network.clone(), seed),
             plan: Vec::new(),
-            node_cfg,
-            shared_shards,
-            checker: Checker::new(),
-            tracer: Tracer::new(trace),
-            stats: Stats::default(),
-            violation: None,
-            cur: NodeAddr {
-                node: NodeId(0),
-                inc: NodeInc(0),
-            },
             causal: None,
             coverage: None,
-            sc,
+            c,
         };
         // What the checker checks, first: a trace file is re-checked from itself.
-        for ev in preamble(&w.sc) {
+        for ev in preamble(&w.c.sc) {
             w.emit(ev);
         }
         // Joins, in node order at equal times: the first to join is the oldest.
-        let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.sc.join_at_ms(i), i)).collect();
+        let mut joins: Vec<(u64, u32)> = (0..n as u32).map(|i| (w.c.sc.join_at_ms(i), i)).collect();
         joins.sort();
         for (t, i) in joins {
             w.push(
@@ -395,20 +325,20 @@ impl World {
             );
         }
         // The fault plan: the scenario's, then the swarm's draw for this seed.
-        let plan = swarm::plan(&w.sc, seed);
-        let delays = delays::plan(&w.sc, seed);
+        let plan = swarm::plan(&w.c.sc, seed);
+        let delays = delays::plan(&w.c.sc, seed);
         if !delays.is_empty() {
             w.net
-                .set_holds(delays::Holds::new(&delays, w.sc.cluster.nodes));
+                .set_holds(delays::Holds::new(&delays, w.c.sc.cluster.nodes));
         }
         if let Some(mut profile) = plan.profile {
             if let Some(k) = knobs {
                 profile = format!("{profile}; {k}");
             }
-            if w.sc.swarm.delays {
+            if w.c.sc.swarm.delays {
                 profile = format!(
                     "{profile}; {}",
-                    delays::describe(&delays[w.sc.delays.len()..])
+                    delays::describe(&delays[w.c.sc.delays.len()..])
                 );
             }
             w.emit(TraceEvent::SwarmProfile { profile });
@@ -420,8 +350,8 @@ impl World {
             );
         }
         w.plan = plan.faults;
-        if w.sc.liveness.enabled {
-            let t = w.sc.run.duration_ms - w.sc.liveness.quiet_ms;
+        if w.c.sc.liveness.enabled {
+            let t = w.c.sc.run.duration_ms - w.c.sc.liveness.quiet_ms;
             w.push(Instant(0) + Duration::from_millis(t), Ev::LivenessPhase);
         }
         w
@@ -437,7 +367,7 @@ impl World {
     /// Collect the run's behaviour coverage ([`coverage`]; nothing in the trace
     /// changes); [`RunResult::coverage`] then holds it.
     pub fn with_coverage(mut self) -> Self {
-        let (n, s) = (self.sc.cluster.nodes, self.sc.entities.shards);
+        let (n, s) = (self.c.sc.cluster.nodes, self.c.sc.entities.shards);
         self.coverage = Some(Box::new(coverage::Collector::new(n, s)));
         self
     }
@@ -457,23 +387,23 @@ impl World {
                 self.queue.pop().map(|(t, ev)| (t, 0, ev))
             };
             let Some((t, seq, ev)) = next else { break };
-            if t > self.end.0 {
+            if t > self.c.end.0 {
                 // Past the end: back in the queue, so the end-of-run accounting sees it.
                 self.queue.push(t, ev);
                 break;
             }
             self.now = Instant(t);
-            self.stats.events += 1;
+            self.c.stats.events += 1;
             self.apply(ev, seq);
-            if self.violation.is_some() {
+            if self.c.violation.is_some() {
                 break;
             }
         }
-        if self.violation.is_none() {
+        if self.c.violation.is_none() {
             // The end-of-run verdicts (liveness) are the checker's, at the end time. The
             // result's end stays the last event's time unless liveness is checked.
             let last = self.now;
-            self.now = self.end;
+            self.now = self.c.end;
             // Every message still on its way, for the conservation balance (check-trace
             // re-checks it from these lines).
             let pending = self.pending_user_messages();
@@ -488,52 +418,36 @@ impl World {
                 });
             }
             self.emit(TraceEvent::RunEnd { in_flight });
-            if !self.sc.liveness.enabled {
+            if !self.c.sc.liveness.enabled {
                 self.now = last;
             }
         }
-        let live = self.slots.iter().filter_map(|s| s.node.as_ref());
+        let live = self.c.slots.iter().filter_map(|s| s.node.as_ref());
         let hw = live.map(|n| n.buffer_high_water() as u64).max();
-        self.stats.buffer_high_water = self.stats.buffer_high_water.max(hw.unwrap_or(0));
-        if let Some(v) = &self.violation {
-            let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
-            let t = v.t;
-            self.tracer.record(
-                t,
-                TraceEvent::Violation {
-                    invariant: inv,
-                    detail,
-                },
-            );
-        }
-        let result = RunResult {
-            seed: self.seed,
-            violation: self.violation.take(),
-            stats: self.stats.clone(),
-            end: self.now,
-            trace_hash: self.tracer.hash(),
-            coverage: self.coverage.take().map(|c| Box::new(c.into_bitmap())),
-        };
-        (result, self.tracer, self.causal.map(|c| *c))
+        self.c.stats.buffer_high_water = self.c.stats.buffer_high_water.max(hw.unwrap_or(0));
+        let coverage = self.coverage.take().map(|c| Box::new(c.into_bitmap()));
+        let result = self.c.result(self.now, coverage);
+        (result, self.c.tracer, self.causal.map(|c| *c))
     }
 
     /// Also record when each protocol message was sent, for `run --perfetto` (the trace and
     /// its hash do not change; see [`crate::perfetto`]).
     pub fn record_flows(mut self) -> Self {
-        self.tracer.record_flows();
+        self.c.tracer.record_flows();
         self
     }
 
     /// The journal written so far.
     pub fn journal(&self) -> &[CoordinatorEvent] {
-        &self.journal.events
+        &self.c.journal.events
     }
 
     /// The shard of an entity under the extractor every node shares; `None` when each node
     /// incarnation has its own (`per-incarnation`, §12 B8), where no run-wide answer exists:
     /// ask [`World::shard_on`].
     pub fn shard_of(&self, e: EntityId) -> Option<ShardId> {
-        self.node_cfg
+        self.c
+            .node_cfg
             .region
             .extractors
             .shared()
@@ -561,20 +475,14 @@ impl World {
         };
         let mut out: Vec<(Envelope, NodeId, Place)> =
             self.queue.iter().filter_map(carried).collect();
-        for (i, s) in self.slots.iter().enumerate() {
+        for (i, d) in self.deferred.iter().enumerate() {
             out.extend(
-                s.deferred
-                    .iter()
+                d.iter()
                     .filter_map(carried)
                     .map(|(env, _, _)| (env, NodeId(i as u32), Place::Deferred)),
             );
-            if !s.up {
-                continue;
-            }
-            if let Some(n) = s.node.as_ref() {
-                outputs::buffered_user_messages(NodeId(i as u32), n, &mut out);
-            }
         }
+        self.c.buffered_user_messages(&mut out);
         out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
         out
     }
@@ -590,7 +498,7 @@ impl World {
     /// The causal recorder's note that `ev` (queue sequence `seq`) is applied now.
     fn causal_begin(&mut self, seq: u64, ev: &Ev) {
         if let Some(mut c) = self.causal.take() {
-            c.begin(self, seq, ev, self.tracer.events().len());
+            c.begin(self, seq, ev, self.c.tracer.events().len());
             self.causal = Some(c);
         }
     }
@@ -600,27 +508,24 @@ impl World {
         if let Some(c) = self.coverage.as_deref_mut() {
             c.event(&ev);
         }
-        if self.violation.is_none() {
-            if let Some(v) = self.checker.on_event(self.now, &ev) {
-                self.violation = Some(v);
-            }
-        }
-        self.tracer.record(self.now, ev);
+        self.c.record(self.now, ev);
     }
 
     /// The running incarnation of `node` (not while it handles an input).
+    #[inline]
     fn node(&self, node: NodeId) -> Option<&Node> {
-        self.slots[node.0 as usize].node.as_deref()
+        self.c.node(node)
     }
 
+    #[inline]
     fn is_up(&self, node: NodeId) -> bool {
-        self.slots[node.0 as usize].up
+        self.c.is_up(node)
     }
 
     /// Whether `inc` is the running incarnation of `node`.
-    fn running(&self, node: NodeId, inc: NodeInc) -> bool {
-        let s = &self.slots[node.0 as usize];
-        s.up && s.inc == inc
+    #[inline]
+    pub(crate) fn running(&self, node: NodeId, inc: NodeInc) -> bool {
+        self.c.running(node, inc)
     }
 
     /// The node an event is processed on, for pauses.
@@ -636,7 +541,7 @@ impl World {
             | Ev::DdataStore { node, .. }
             | Ev::DdataReply { node, .. }
             | Ev::Resume { node } => Some(*node),
-            Ev::Send { sender } => Some(self.workload.node_of(*sender)),
+            Ev::Send { sender } => Some(self.c.workload.node_of(*sender)),
             Ev::JournalWrite { .. }
             | Ev::StoreRequest { .. }
             | Ev::Join { .. }
@@ -655,19 +560,19 @@ impl World {
             return;
         }
         if let Some(node) = self.target(&ev) {
-            let s = &mut self.slots[node.0 as usize];
-            if s.paused_until > self.now.0 {
+            let i = node.0 as usize;
+            if self.c.slots[i].paused_until > self.now.0 {
                 // A paused process handles nothing; its events wait, in arrival order.
-                s.deferred.push_back(ev);
+                self.deferred[i].push_back(ev);
                 self.deferred_total += 1;
                 if let Some(c) = self.causal.as_deref_mut() {
                     c.defer(node.0, seq);
                 }
                 return;
             }
-            if !s.deferred.is_empty() {
+            if !self.deferred[i].is_empty() {
                 // Resumed: everything that arrived during the pause goes first (FIFO per link).
-                let deferred = std::mem::take(&mut s.deferred);
+                let deferred = std::mem::take(&mut self.deferred[i]);
                 self.deferred_total -= deferred.len();
                 for e in deferred {
                     let seq = self.causal.as_deref_mut().map_or(0, |c| c.undefer(node.0));
@@ -689,7 +594,7 @@ impl World {
                 epoch,
             } => {
                 let ok = self.net.ok(from.node.0 as usize, to.node.0 as usize, epoch);
-                self.tracer.flow_arrived(self.now, from, to, ok);
+                self.c.tracer.flow_arrived(self.now, from, to, ok);
                 if !ok {
                     if let Msg::User(env) = msg {
                         self.drop_msg(from.node, env, DropReason::Network);
@@ -720,7 +625,8 @@ impl World {
                     return;
                 }
                 if timer == NodeTimer::JoinCheck {
-                    self.on_join_check(node);
+                    let input = self.c.join_check(node);
+                    self.with_node(node, input);
                 } else {
                     self.with_node(node, NodeInput::Timer { timer, gen });
                 }
@@ -826,10 +732,10 @@ impl World {
     /// a write that fails gets no answer (the Shard's timeout fires).
     fn on_store_request(&mut self, node: NodeId, inc: NodeInc, req: StoreRequest, epoch: u32) {
         let j = self.net.journal();
-        if !self.net.ok(node.0 as usize, j, epoch) || !self.journal.available {
+        if !self.net.ok(node.0 as usize, j, epoch) || !self.c.journal.available {
             return;
         }
-        let Some((kind, ev)) = self.journal.serve_store(node, &req) else {
+        let Some((kind, ev)) = self.c.journal.serve_store(node, &req) else {
             return;
         };
         self.emit(ev);
@@ -852,13 +758,13 @@ impl World {
     }
 
     fn on_deliver(&mut self, from: Addr, to: Addr, msg: Msg) {
-        let s = &self.slots[to.node.0 as usize];
+        let s = &self.c.slots[to.node.0 as usize];
         let present = s.inc == to.inc && s.node.as_ref().is_some_and(|n| n.has_role(to.role));
         if !present {
             if let Msg::User(env) = msg {
                 self.drop_msg(to.node, env, DropReason::DeadLetter);
             }
-            if self.tracer.on() {
+            if self.c.tracer.on() {
                 self.emit(TraceEvent::DeadLetter {
                     from: from.node,
                     to: to.node,
@@ -867,7 +773,7 @@ impl World {
             }
             return;
         }
-        self.stats.messages += 1;
+        self.c.stats.messages += 1;
         if self.coverage.is_some() {
             let shard = match msg {
                 Msg::User(env) => self.shard_on(to.node, env.entity),
@@ -879,7 +785,7 @@ impl World {
         }
         // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also
         // when nothing is traced.
-        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
+        if self.c.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -903,15 +809,12 @@ impl World {
     }
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
-        let ev = outputs::drop_event(node, env, reason, &mut self.stats);
+        let ev = outputs::drop_event(node, env, reason, &mut self.c.stats);
         self.emit(ev);
     }
 
-    fn addr_of(&self, node: NodeId) -> NodeAddr {
-        NodeAddr {
-            node,
-            inc: self.slots[node.0 as usize].inc,
-        }
+    pub(crate) fn addr_of(&self, node: NodeId) -> NodeAddr {
+        self.c.addr_of(node)
     }
 
     /// A node (re)starts as a new incarnation and joins through the live nodes.
@@ -919,58 +822,15 @@ impl World {
         if self.is_up(node) {
             return;
         }
-        let inc = NodeInc(self.next_inc);
-        self.next_inc += 1;
-        let seeds: Vec<NodeAddr> = (0..self.slots.len() as u32)
-            .map(NodeId)
-            .filter(|i| *i != node && self.is_up(*i))
-            .map(|i| self.addr_of(i))
-            .collect();
-        let me = NodeAddr { node, inc };
-        let s = &mut self.slots[node.0 as usize];
-        if s.inc != NodeInc(0) && self.sc.cluster.upgrade_on_restart {
-            // A rolling update: the new incarnation runs the next app version.
-            s.app_version = s.app_version.saturating_add(1);
-        }
-        s.inc = inc;
-        s.up = true;
-        s.paused_until = 0;
-        s.node = Some(Box::new(
-            Node::new(me, s.hosting, self.node_cfg.clone()).with_app_version(s.app_version),
-        ));
+        let (me, seeds) = self.c.new_incarnation(node);
         self.emit(TraceEvent::NodeUp {
             node,
-            incarnation: inc.0,
+            incarnation: me.inc.0,
         });
         self.with_node(node, NodeInput::Start { seeds });
-        for (at, sender) in self.workload.start_node(node, self.now) {
+        for (at, sender) in self.c.workload.start_node(node, self.now) {
             self.push(at, Ev::Send { sender });
         }
-    }
-
-    /// The seed-node timeout of `node`: answer the `InitJoin` it would send with the live nodes
-    /// that are Up members (see [`NodeInput::JoinCheck`]).
-    fn on_join_check(&mut self, node: NodeId) {
-        let members: Vec<NodeAddr> = (0..self.slots.len() as u32)
-            .map(NodeId)
-            .filter(|i| *i != node)
-            .filter(|i| {
-                self.node(*i)
-                    .is_some_and(|n| n.status_of_self() == Some(MemberStatus::Up))
-            })
-            .map(|i| self.addr_of(i))
-            .collect();
-        let first_live = (0..self.slots.len() as u32)
-            .map(NodeId)
-            .find(|i| self.is_up(*i))
-            .map(|i| self.addr_of(i));
-        self.with_node(
-            node,
-            NodeInput::JoinCheck {
-                members,
-                first_live,
-            },
-        );
     }
 
     /// A node stops at once (crash).
@@ -984,30 +844,20 @@ impl World {
     }
 
     fn on_send(&mut self, sender: u32) {
-        if let Some(next) = self.workload.next_send(self.now) {
+        if let Some(next) = self.c.workload.next_send(self.now) {
             self.push(next, Ev::Send { sender });
         }
-        let node = self.workload.node_of(sender);
-        if !self.node(node).is_some_and(|n| n.has_role(Role::Region)) {
+        let Some((node, env, shard)) = self.c.workload_message(sender, self.now) else {
             return;
-        }
-        let env = self.workload.message(sender, self.now);
-        self.stats.sends += 1;
-        // The shard the sender's region routes the message to: its node incarnation's
-        // extractor decides (with a per-incarnation extractor, another node may route the
-        // same entity elsewhere, §12 B8). The checker's liveness rule expects this shard to
-        // get a home; the at-most-one rule is keyed by entity and needs no shard.
-        let shard = match self.shared_shards.get(env.entity.0 as usize) {
-            Some(s) => s,
-            None => self.shard_on(node, env.entity).unwrap_or_default(),
         };
         // `emit(TraceEvent::Send ..)`, without building the event unless it is traced.
-        if self.violation.is_none() {
-            self.checker
+        if self.c.violation.is_none() {
+            self.c
+                .checker
                 .on_send(self.now, env.sender, env.entity, env.seq, shard);
         }
-        if self.tracer.on() {
-            self.tracer.record(
+        if self.c.tracer.on() {
+            self.c.tracer.record(
                 self.now,
                 TraceEvent::Send {
                     sender: env.sender,
@@ -1028,17 +878,17 @@ impl World {
     }
 
     /// Run `f` on `node` (if it is up) through any of its entry points; its outputs are applied
-    /// as it emits them (the world is its [`NodeHost`]).
+    /// as it emits them (the world is its [`Transport`], under the hosts' shared [`Ctx`]).
     #[inline]
-    fn in_node(&mut self, node: NodeId, f: impl FnOnce(&mut Node, Instant, &mut World)) {
+    fn in_node(&mut self, node: NodeId, f: impl FnOnce(&mut Node, Instant, &mut Ctx<'_, World>)) {
         let idx = node.0 as usize;
-        let Some(mut n) = self.slots[idx].node.take() else {
+        let Some(mut n) = self.c.slots[idx].node.take() else {
             return;
         };
-        self.cur = n.addr();
-        f(&mut n, self.now, self);
+        self.c.cur = n.addr();
+        f(&mut n, self.now, &mut Ctx(self));
         // A node that shut down while handling the input is dropped.
-        let s = &mut self.slots[idx];
+        let s = &mut self.c.slots[idx];
         if s.up {
             s.node = Some(n);
         } else {
@@ -1049,11 +899,11 @@ impl World {
     /// Fold a node's region buffer high-water mark into the run's.
     fn note_buffer_high_water(&mut self, n: &Node) {
         let hw = n.buffer_high_water() as u64;
-        self.stats.buffer_high_water = self.stats.buffer_high_water.max(hw);
+        self.c.stats.buffer_high_water = self.c.stats.buffer_high_water.max(hw);
     }
 
     fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
-        if to.node.0 as usize >= self.slots.len() {
+        if to.node.0 as usize >= self.c.slots.len() {
             return;
         }
         if let Some(c) = self.coverage.as_deref_mut() {
@@ -1062,7 +912,8 @@ impl World {
         let at = self
             .net
             .schedule_msg(self.now, from.node.0 as usize, to.node.0 as usize, &msg);
-        self.tracer
+        self.c
+            .tracer
             .flow_sent(self.now, from, to, &msg, at.is_some());
         match at {
             Some((at, epoch)) => self.push(
@@ -1096,12 +947,12 @@ impl World {
     ) {
         let j = self.net.journal();
         if !self.net.ok(node.0 as usize, j, epoch)
-            || !self.journal.available
-            || self.journal.failing
+            || !self.c.journal.available
+            || self.c.journal.failing
         {
             return; // lost, or failed without an answer: the coordinator's call-timeout fires
         }
-        self.journal.events.push(event);
+        self.c.journal.events.push(event);
         self.emit(TraceEvent::Persisted {
             node,
             incarnation: inc.0,
@@ -1118,20 +969,6 @@ impl World {
                     epoch,
                 },
             );
-        }
-    }
-
-    fn on_observation(&mut self, node: NodeId, obs: Observation, incarnation: u64) {
-        match obs {
-            Observation::Delivered { env, .. } => self.delivered(env, incarnation),
-            Observation::Dropped { env, reason } => self.drop_msg(node, env, reason),
-            obs => {
-                let traced = self.tracer.on();
-                if let Some(ev) = observation_event(node, obs, incarnation, traced, &mut self.stats)
-                {
-                    self.emit(ev);
-                }
-            }
         }
     }
 }
@@ -1223,205 +1060,42 @@ pub fn observation_event(
 }
 
 /// The world applies a node's outputs as the node emits them.
-impl NodeHost for World {
-    fn output(&mut self, o: NodeOutput) {
-        let NodeAddr { node, inc } = self.cur;
-        match o {
-            NodeOutput::Local { msg, delay } => {
-                let after = outputs::local_delay_us(&self.sc, delay, &mut self.entity_rng);
-                self.push(
-                    self.now + Duration::from_micros(after),
-                    Ev::Local { node, inc, msg },
-                );
-            }
-            NodeOutput::Send { from, to, msg } => NodeHost::send(self, from, to, msg),
-            NodeOutput::SendCluster { to, msg } => {
-                if to.node.0 as usize >= self.slots.len() {
-                    return;
-                }
-                if let Some((at, epoch)) =
-                    self.net
-                        .schedule(self.now, node.0 as usize, to.node.0 as usize, 0)
-                {
-                    self.push(
-                        at,
-                        Ev::Cluster {
-                            from: NodeAddr { node, inc },
-                            to,
-                            msg: Box::new(msg),
-                            epoch,
-                        },
-                    );
-                }
-            }
-            NodeOutput::CoordinatorTerminated => {
-                let from = Addr {
-                    node,
-                    inc,
-                    role: Role::Coordinator,
-                };
-                for i in 0..self.slots.len() {
-                    if self.slots[i].up {
-                        let to = Addr {
-                            node: NodeId(i as u32),
-                            inc: self.slots[i].inc,
-                            role: Role::Region,
-                        };
-                        self.send_msg(from, to, Msg::CoordinatorTerminated);
-                    }
-                }
-            }
-            NodeOutput::SetTimer { timer, after, gen } => self.push(
-                self.now + after,
-                Ev::Timer {
-                    node,
-                    inc,
-                    timer,
-                    gen,
-                },
-            ),
-            NodeOutput::Persist { gen, event } => {
-                let extra = self.journal.write_latency_us();
-                let j = self.net.journal();
-                if let Some((at, epoch)) = self.net.schedule(self.now, node.0 as usize, j, extra) {
-                    self.push(
-                        at,
-                        Ev::JournalWrite {
-                            node,
-                            inc,
-                            gen,
-                            event,
-                            epoch,
-                        },
-                    );
-                } else if let Some(c) = self.causal.as_deref_mut() {
-                    c.lost_write(self.now.0, node, &event);
-                }
-            }
-            NodeOutput::Observe { obs, incarnation } => self.on_observation(node, obs, incarnation),
-            NodeOutput::Store(req)
-                if self.sc.settings.remember_entities_store == RememberStore::Ddata =>
-            {
-                let at = self.now + Duration::from_micros(self.sc.entities.local_delay_us);
-                self.push(at, Ev::DdataStore { node, inc, req });
-            }
-            NodeOutput::StoreReplyLocal(reply) => {
-                let at = self.now + Duration::from_micros(self.sc.entities.local_delay_us);
-                self.push(at, Ev::DdataReply { node, inc, reply });
-            }
-            NodeOutput::SendRepl { to, msg } => {
-                if to.node.0 as usize >= self.slots.len() {
-                    return;
-                }
-                if let Some((at, epoch)) =
-                    self.net
-                        .schedule(self.now, node.0 as usize, to.node.0 as usize, 0)
-                {
-                    self.push(
-                        at,
-                        Ev::Repl {
-                            from: NodeAddr { node, inc },
-                            to,
-                            msg,
-                            epoch,
-                        },
-                    );
-                }
-            }
-            NodeOutput::Durable { key, data } => {
-                self.slots[node.0 as usize].disk.insert(key, data);
-            }
-            NodeOutput::Store(req) => {
-                let extra = match req.op {
-                    StoreOp::GetEntities => 0,
-                    StoreOp::Update { .. } => self.journal.write_latency_us(),
-                };
-                let j = self.net.journal();
-                if let Some((at, epoch)) = self.net.schedule(self.now, node.0 as usize, j, extra) {
-                    self.push(
-                        at,
-                        Ev::StoreRequest {
-                            node,
-                            inc,
-                            req,
-                            epoch,
-                        },
-                    );
-                }
-            }
-            NodeOutput::Shutdown { reason } => {
-                let s = &mut self.slots[node.0 as usize];
-                s.up = false;
-                s.paused_until = 0;
-                self.emit(TraceEvent::NodeDown {
-                    node,
-                    incarnation: inc.0,
-                    reason,
-                });
-            }
-            o => {
-                let traced = self.tracer.on();
-                if let Some(ev) = outputs::output_event(node, inc, o, traced, &mut self.stats) {
-                    self.emit(ev);
-                }
-            }
-        }
+/// How the own world moves what a node emits: events on its queue, messages over its
+/// simulated network ([`Net`]), journal requests to its journal.
+impl Transport for World {
+    #[inline(always)]
+    fn cluster(&self) -> &Cluster {
+        &self.c
+    }
+
+    #[inline(always)]
+    fn cluster_mut(&mut self) -> &mut Cluster {
+        &mut self.c
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn emit(&mut self, ev: TraceEvent) {
+        World::emit(self, ev);
     }
 
     #[inline]
-    fn send(&mut self, from: Role, to: Addr, msg: Msg) {
-        let NodeAddr { node, inc } = self.cur;
-        self.send_msg(
-            Addr {
-                node,
-                inc,
-                role: from,
-            },
-            to,
-            msg,
-        );
-    }
-
-    #[inline]
-    fn observe(&mut self, obs: Observation, incarnation: u64) {
-        self.on_observation(self.cur.node, obs, incarnation);
-    }
-
-    #[inline]
-    fn delivered(&mut self, env: Envelope, incarnation: u64) {
-        let node = self.cur.node;
-        self.stats.deliveries += 1;
-        // The entity's own decision after this message (an input to the node after this
-        // one): passivate, or stop itself.
-        let act = outputs::entity_act(&self.sc.workload, &mut self.entity_rng);
-        if let Some(act) = act {
-            let inc = self.cur.inc;
-            self.push(
-                self.now,
-                Ev::EntityActs {
-                    node,
-                    inc,
-                    entity: env.entity,
-                    incarnation,
-                    act,
-                },
-            );
-        }
+    fn emit_deliver(&mut self, env: Envelope, node: NodeId, incarnation: u64) {
         // `emit(TraceEvent::Deliver ..)`, without building the event unless traced.
-        if self.violation.is_none() {
-            if let Some(v) = self.checker.on_deliver(
-                self.now,
-                env.sender,
-                env.entity,
-                env.seq,
-                node,
-                incarnation,
-            ) {
-                self.violation = Some(v);
+        let c = &mut self.c;
+        if c.violation.is_none() {
+            if let Some(v) =
+                c.checker
+                    .on_deliver(self.now, env.sender, env.entity, env.seq, node, incarnation)
+            {
+                c.violation = Some(v);
             }
         }
-        if self.tracer.on() {
-            self.tracer.record(
+        if c.tracer.on() {
+            c.tracer.record(
                 self.now,
                 TraceEvent::Deliver {
                     sender: env.sender,
@@ -1434,19 +1108,122 @@ impl NodeHost for World {
         }
     }
 
-    fn journal(&self) -> Option<&[CoordinatorEvent]> {
-        let (idx, j) = (self.cur.node.0 as usize, self.net.journal());
-        let reachable =
-            self.journal.available && !self.net.is_cut(idx, j) && !self.net.is_cut(j, idx);
-        reachable.then_some(&self.journal.events[..])
+    #[inline]
+    fn local(&mut self, at: Instant, input: NodeInput) {
+        let NodeAddr { node, inc } = self.c.cur;
+        let ev = match input {
+            NodeInput::Local(msg) => Ev::Local { node, inc, msg },
+            NodeInput::Timer { timer, gen } => Ev::Timer {
+                node,
+                inc,
+                timer,
+                gen,
+            },
+            NodeInput::DdataStore(req) => Ev::DdataStore { node, inc, req },
+            NodeInput::StoreReply(reply) => Ev::DdataReply { node, inc, reply },
+            NodeInput::EntityActs {
+                entity,
+                incarnation,
+                act,
+            } => Ev::EntityActs {
+                node,
+                inc,
+                entity,
+                incarnation,
+                act,
+            },
+            _ => {
+                debug_assert!(false, "not a local input");
+                return;
+            }
+        };
+        self.push(at, ev);
     }
 
-    fn disk(&self) -> BTreeMap<Key, Data> {
-        self.slots[self.cur.node.0 as usize].disk.clone()
+    #[inline]
+    fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
+        World::send_msg(self, from, to, msg);
     }
 
-    fn incarnations(&mut self) -> &mut Incarnations {
-        &mut self.incarnations
+    fn send_cluster(&mut self, from: NodeAddr, to: NodeAddr, msg: MMsg) {
+        if to.node.0 as usize >= self.c.n() {
+            return;
+        }
+        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
+        if let Some((at, epoch)) = self.net.schedule(self.now, a, b, 0) {
+            self.push(
+                at,
+                Ev::Cluster {
+                    from,
+                    to,
+                    msg: Box::new(msg),
+                    epoch,
+                },
+            );
+        }
+    }
+
+    fn send_repl(&mut self, from: NodeAddr, to: NodeAddr, msg: Box<ReplMsg>) {
+        if to.node.0 as usize >= self.c.n() {
+            return;
+        }
+        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
+        if let Some((at, epoch)) = self.net.schedule(self.now, a, b, 0) {
+            self.push(
+                at,
+                Ev::Repl {
+                    from,
+                    to,
+                    msg,
+                    epoch,
+                },
+            );
+        }
+    }
+
+    fn persist(&mut self, from: NodeAddr, gen: u32, event: CoordinatorEvent) {
+        let NodeAddr { node, inc } = from;
+        let extra = self.c.journal.write_latency_us();
+        let j = self.net.journal();
+        if let Some((at, epoch)) = self.net.schedule(self.now, node.0 as usize, j, extra) {
+            self.push(
+                at,
+                Ev::JournalWrite {
+                    node,
+                    inc,
+                    gen,
+                    event,
+                    epoch,
+                },
+            );
+        } else if let Some(c) = self.causal.as_deref_mut() {
+            c.lost_write(self.now.0, node, &event);
+        }
+    }
+
+    fn store(&mut self, from: NodeAddr, req: Box<StoreRequest>) {
+        let NodeAddr { node, inc } = from;
+        let extra = match req.op {
+            StoreOp::GetEntities => 0,
+            StoreOp::Update { .. } => self.c.journal.write_latency_us(),
+        };
+        let j = self.net.journal();
+        if let Some((at, epoch)) = self.net.schedule(self.now, node.0 as usize, j, extra) {
+            self.push(
+                at,
+                Ev::StoreRequest {
+                    node,
+                    inc,
+                    req,
+                    epoch,
+                },
+            );
+        }
+    }
+
+    fn journal_reachable(&self, node: usize) -> bool {
+        let j = self.net.journal();
+        !self.net.is_cut(node, j) && !self.net.is_cut(j, node)
     }
 }
 

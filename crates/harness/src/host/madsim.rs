@@ -1,4 +1,4 @@
-//! The madsim host: the same [`Node`] state machine on madsim's simulator (issue 10).
+//! The madsim host: the same [`Node`] state machine on madsim's simulator.
 //!
 //! - Each cluster node is a madsim node. Its main task owns the node's local event queue
 //!   (timers and messages between its own actors, ordered by (time, sequence) so that local
@@ -25,10 +25,10 @@
 //!   restart re-creates its tasks with a new `Node` incarnation; a pause is madsim's
 //!   `pause`/`resume` (nothing of the node runs, its timers fire late); the journal's faults
 //!   clog the journal node or make it drop writes.
-//! - The workload, the checker and the trace are the own world's (`Workload`, `Checker`,
-//!   `Tracer`, [`crate::sim::node_config`], [`crate::sim::preamble`],
-//!   [`crate::sim::observation_event`], [`crate::sim::swarm::plan`]), driven from madsim tasks:
-//!   same trace schema, same verdicts.
+//! - What both hosts share is written once in [`super::kit`]: the run's [`Cluster`] (node
+//!   slots, incarnations, the workload, the checker and the trace) and what a node's outputs
+//!   do ([`Ctx`]); this host implements only its [`Transport`], driven from madsim tasks: same
+//!   trace schema, same verdicts.
 //!
 //! All state lives in one [`Shared`] behind a mutex, never held across an `.await`: madsim runs
 //! every task on one thread, so the lock order is the event order, fixed by the seed.
@@ -37,29 +37,25 @@
 //! sub-millisecond local delay takes 1 ms), opening a channel costs about 1 ms, and a message
 //! to a node that is down is dropped when sent (the own world drops it when it arrives).
 
-use crate::check::{Checker, Violation};
+use super::kit::{Cluster, Ctx, Transport};
 use crate::fault::Fault;
 use crate::scenario::Scenario;
 use crate::sim::faults::{self, FaultHost};
 use crate::sim::journal::Journal;
 use crate::sim::outputs;
-use crate::sim::workload::Workload;
-use crate::sim::{RunResult, Stats};
+use crate::sim::RunResult;
 use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
 use madsim::export::futures::FutureExt;
 use madsim::net::{Endpoint, NetSim, Receiver, Sender};
 use madsim::runtime::{Handle, NodeHandle, Runtime};
-use shardsim_core::ddata::{Data, Key, ReplMsg};
+use shardsim_core::ddata::ReplMsg;
 use shardsim_core::ids::{NodeId, NodeInc};
 use shardsim_core::membership::{MMsg, NodeAddr};
-use shardsim_core::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
-use shardsim_core::protocol::settings::RememberStore;
+use shardsim_core::node::{NodeInput, NodeTimer};
 use shardsim_core::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, MemberStatus, Msg, Observation,
-    Role, StoreOp, StoreReply, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, Envelope, Msg, StoreOp, StoreReply, StoreRequest,
 };
-use shardsim_core::rng::{Rng, Stream};
-use shardsim_core::time::{Duration, Instant};
+use shardsim_core::time::Instant;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -156,46 +152,31 @@ struct Link {
     flushing: bool,
 }
 
+/// The madsim side of a node id's place in the run, beside the shared [`NodeSlot`] of
+/// [`Cluster`].
+///
+/// [`NodeSlot`]: super::kit::NodeSlot
 struct Slot {
     /// The madsim node.
     id: madsim::task::NodeId,
     ip: IpAddr,
-    up: bool,
-    node: Option<Box<Node>>,
-    inc: NodeInc,
-    hosting: bool,
-    app_version: u32,
     /// The node's local events (timers, messages between its actors), by (time µs, seq).
     local: BTreeMap<(u64, u64), LocalEv>,
     /// Wakes the main task when an earlier local event is queued.
     wake: Arc<Notify>,
-    /// Paused until (µs).
-    paused_until: u64,
-    disk: BTreeMap<Key, Data>,
 }
 
 /// Everything of one run, shared by its tasks.
 pub struct Shared {
-    sc: Arc<Scenario>,
-    seed: u64,
-    end: Instant,
+    /// What every host keeps of the run: slots, incarnations, journal, workload, checker,
+    /// tracer.
+    c: Cluster,
     t0: madsim::time::Instant,
-    node_cfg: Arc<NodeConfig>,
-    shared_shards: shardsim_core::protocol::entity::SharedShards,
-    checker: Checker,
-    tracer: Tracer,
-    stats: Stats,
-    violation: Option<Violation>,
     /// Set once the violation's event is handled: nothing more is recorded.
     frozen: bool,
     slots: Vec<Slot>,
     journal_id: madsim::task::NodeId,
     journal_ip: IpAddr,
-    next_inc: u32,
-    incarnations: Incarnations,
-    entity_rng: Rng,
-    journal: Journal,
-    workload: Workload,
     /// Per (from, to) node index (the journal is index n).
     links: BTreeMap<(usize, usize), Link>,
     /// Links clogged by a fault, per (from, to).
@@ -207,8 +188,6 @@ pub struct Shared {
     ledger: BTreeMap<u64, (NodeId, Envelope)>,
     next_id: u64,
     seq: u64,
-    /// The node being handled.
-    cur: NodeAddr,
     /// The madsim node of the workload's senders (never crashes: a sender survives its node's
     /// crash and resumes after, as in the own world).
     clients: NodeHandle,
@@ -244,37 +223,28 @@ impl Shared {
             return;
         }
         let now = self.now();
-        if self.violation.is_none() {
-            if let Some(v) = self.checker.on_event(now, &ev) {
-                self.violation = Some(v);
-            }
-        }
-        self.tracer.record(now, ev);
+        self.c.record(now, ev);
     }
 
     /// After an event: a violation freezes the run and wakes the supervisor.
     fn settle(&mut self) {
-        if self.violation.is_some() && !self.frozen {
+        if self.c.violation.is_some() && !self.frozen {
             self.frozen = true;
             self.done.notify_one();
         }
     }
 
     fn drop_msg(&mut self, node: NodeId, env: Envelope, reason: DropReason) {
-        let ev = outputs::drop_event(node, env, reason, &mut self.stats);
+        let ev = outputs::drop_event(node, env, reason, &mut self.c.stats);
         self.emit(ev);
     }
 
     fn running(&self, node: NodeId, inc: NodeInc) -> bool {
-        let s = &self.slots[node.0 as usize];
-        s.up && s.inc == inc
+        self.c.running(node, inc)
     }
 
     fn addr_of(&self, node: NodeId) -> NodeAddr {
-        NodeAddr {
-            node,
-            inc: self.slots[node.0 as usize].inc,
-        }
+        self.c.addr_of(node)
     }
 
     /// Run one input through `node`'s running incarnation, applying its outputs.
@@ -283,14 +253,14 @@ impl Shared {
             return;
         }
         let idx = node.0 as usize;
-        let Some(mut n) = self.slots[idx].node.take() else {
+        let Some(mut n) = self.c.slots[idx].node.take() else {
             return;
         };
-        self.stats.events += 1;
-        self.cur = n.addr();
+        self.c.stats.events += 1;
+        self.c.cur = n.addr();
         let now = self.now();
-        n.handle(now, input, &mut Host { sh, w: self });
-        let s = &mut self.slots[idx];
+        n.handle(now, input, &mut Ctx(&mut Host { sh, w: self }));
+        let s = &mut self.c.slots[idx];
         if s.up {
             s.node = Some(n);
         }
@@ -395,7 +365,7 @@ impl Shared {
         let (id, ip, inc) = (
             self.slots[from].id,
             self.slots[from].ip,
-            self.slots[from].inc,
+            self.c.slots[from].inc,
         );
         let dst = if to == self.n() {
             self.journal_ip
@@ -481,14 +451,14 @@ impl Shared {
 
     /// A sharding message reached `to`'s node (as the own world's `on_deliver`).
     fn on_deliver(&mut self, sh: &Sh, from: Addr, to: Addr, msg: Msg) {
-        let s = &self.slots[to.node.0 as usize];
+        let s = &self.c.slots[to.node.0 as usize];
         let present =
             s.up && s.inc == to.inc && s.node.as_ref().is_some_and(|n| n.has_role(to.role));
         if !present {
             if let Msg::User(env) = msg {
                 self.drop_msg(to.node, env, DropReason::DeadLetter);
             }
-            if self.tracer.on() {
+            if self.c.tracer.on() {
                 self.emit(TraceEvent::DeadLetter {
                     from: from.node,
                     to: to.node,
@@ -498,10 +468,10 @@ impl Shared {
             self.settle();
             return;
         }
-        self.stats.messages += 1;
+        self.c.stats.messages += 1;
         // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also when
         // nothing is traced, as in the own world (`fuzz` and `agree` run untraced).
-        if self.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
+        if self.c.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
             self.emit(TraceEvent::Msg {
                 from: from.node,
                 to: to.node,
@@ -569,80 +539,27 @@ impl Shared {
     /// A node (re)starts as a new incarnation and joins through the live nodes (as the own
     /// world's `on_join`).
     fn on_join(&mut self, sh: &Sh, node: NodeId) {
-        let inc = NodeInc(self.next_inc);
-        self.next_inc += 1;
-        let seeds: Vec<NodeAddr> = (0..self.n() as u32)
-            .map(NodeId)
-            .filter(|i| *i != node && self.slots[i.0 as usize].up)
-            .map(|i| self.addr_of(i))
-            .collect();
-        let me = NodeAddr { node, inc };
-        let upgrade = self.sc.cluster.upgrade_on_restart;
-        let s = &mut self.slots[node.0 as usize];
-        if s.inc != NodeInc(0) && upgrade {
-            s.app_version = s.app_version.saturating_add(1);
-        }
-        s.inc = inc;
-        s.up = true;
-        s.paused_until = 0;
-        s.local.clear();
-        s.node = Some(Box::new(
-            Node::new(me, s.hosting, self.node_cfg.clone()).with_app_version(s.app_version),
-        ));
+        self.slots[node.0 as usize].local.clear();
+        let (me, seeds) = self.c.new_incarnation(node);
         self.emit(TraceEvent::NodeUp {
             node,
-            incarnation: inc.0,
+            incarnation: me.inc.0,
         });
         self.handle(sh, node, NodeInput::Start { seeds });
         let now = self.now();
-        for (at, sender) in self.workload.start_node(node, now) {
+        for (at, sender) in self.c.workload.start_node(node, now) {
             self.clients.spawn(sender_task(sh.clone(), sender, at));
-        }
-    }
-
-    /// The seed-node timeout of `node` (as the own world's `on_join_check`).
-    fn join_check(&self, node: NodeId) -> NodeInput {
-        let members: Vec<NodeAddr> = (0..self.n() as u32)
-            .map(NodeId)
-            .filter(|i| *i != node)
-            .filter(|i| {
-                self.slots[i.0 as usize]
-                    .node
-                    .as_ref()
-                    .is_some_and(|n| n.status_of_self() == Some(MemberStatus::Up))
-            })
-            .map(|i| self.addr_of(i))
-            .collect();
-        let first_live = (0..self.n() as u32)
-            .map(NodeId)
-            .find(|i| self.slots[i.0 as usize].up)
-            .map(|i| self.addr_of(i));
-        NodeInput::JoinCheck {
-            members,
-            first_live,
         }
     }
 
     /// A sender's message (as the own world's `on_send`).
     fn on_send(&mut self, sh: &Sh, sender: u32) -> Option<Instant> {
         let now = self.now();
-        let next = self.workload.next_send(now);
-        let node = self.workload.node_of(sender);
-        let s = &self.slots[node.0 as usize];
-        let paused = s.paused_until > now.0;
-        if !s.node.as_ref().is_some_and(|n| n.has_role(Role::Region)) {
+        let next = self.c.workload.next_send(now);
+        let Some((node, env, shard)) = self.c.workload_message(sender, now) else {
             return next;
-        }
-        let env = self.workload.message(sender, now);
-        self.stats.sends += 1;
-        let shard = match self.shared_shards.get(env.entity.0 as usize) {
-            Some(s) => s,
-            None => self.slots[node.0 as usize]
-                .node
-                .as_ref()
-                .and_then(|n| n.region().map(|r| r.shard_of(env.entity)))
-                .unwrap_or_default(),
         };
+        let paused = self.c.slots[node.0 as usize].paused_until > now.0;
         self.emit(TraceEvent::Send {
             sender: env.sender,
             entity: env.entity,
@@ -665,7 +582,7 @@ impl Shared {
     /// killed; what was on its way to it is lost.
     fn crash(&mut self, sh: &Sh, node: NodeId, reason: &str) {
         let idx = node.0 as usize;
-        if !self.slots[idx].up {
+        if !self.c.slots[idx].up {
             return;
         }
         self.handle(
@@ -767,7 +684,7 @@ impl Shared {
             self.set_cut(a, j, !reachable);
             self.set_cut(j, a, !reachable);
         }
-        self.journal.available = reachable;
+        self.c.journal.available = reachable;
     }
 
     fn heal_nodes(&mut self) {
@@ -799,13 +716,8 @@ impl Shared {
                     .filter_map(user_message)
                     .map(|env| (env, node, Place::Local)),
             );
-            if !s.up {
-                continue;
-            }
-            if let Some(n) = s.node.as_ref() {
-                outputs::buffered_user_messages(node, n, &mut out);
-            }
         }
+        self.c.buffered_user_messages(&mut out);
         out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
         out
     }
@@ -817,159 +729,27 @@ struct Host<'a> {
     w: &'a mut Shared,
 }
 
-impl NodeHost for Host<'_> {
-    fn output(&mut self, o: NodeOutput) {
-        let w = &mut *self.w;
-        let sh = self.sh;
-        let NodeAddr { node, inc } = w.cur;
-        let me = NodeAddr { node, inc };
-        let now = w.now();
-        let idx = node.0 as usize;
-        match o {
-            NodeOutput::Local { msg, delay } => {
-                let after = outputs::local_delay_us(&w.sc, delay, &mut w.entity_rng);
-                w.local(
-                    node,
-                    now + Duration::from_micros(after),
-                    NodeInput::Local(msg),
-                );
-            }
-            NodeOutput::Send { from, to, msg } => self.send(from, to, msg),
-            NodeOutput::SendCluster { to, msg } => {
-                let b = to.node.0 as usize;
-                if b < w.n() && b != idx {
-                    let msg = Box::new(msg);
-                    w.send_wire(sh, idx, b, Wire::Cluster { from: me, to, msg });
-                }
-            }
-            NodeOutput::CoordinatorTerminated => {
-                let from = Addr {
-                    node,
-                    inc,
-                    role: Role::Coordinator,
-                };
-                for i in 0..w.n() {
-                    if w.slots[i].up {
-                        let to = Addr {
-                            node: NodeId(i as u32),
-                            inc: w.slots[i].inc,
-                            role: Role::Region,
-                        };
-                        w.send_msg(sh, from, to, Msg::CoordinatorTerminated);
-                    }
-                }
-            }
-            NodeOutput::SetTimer { timer, after, gen } => {
-                w.local(node, now + after, NodeInput::Timer { timer, gen })
-            }
-            NodeOutput::Persist { gen, event } => {
-                let j = w.n();
-                w.send_wire(
-                    sh,
-                    idx,
-                    j,
-                    Wire::Persist {
-                        from: me,
-                        gen,
-                        event,
-                    },
-                );
-            }
-            NodeOutput::Observe { obs, incarnation } => self.observe(obs, incarnation),
-            NodeOutput::Store(req)
-                if w.sc.settings.remember_entities_store == RememberStore::Ddata =>
-            {
-                let at = now + Duration::from_micros(w.sc.entities.local_delay_us);
-                w.local(node, at, NodeInput::DdataStore(req));
-            }
-            NodeOutput::Store(req) => {
-                let j = w.n();
-                w.send_wire(sh, idx, j, Wire::Store { from: me, req });
-            }
-            NodeOutput::StoreReplyLocal(reply) => {
-                let at = now + Duration::from_micros(w.sc.entities.local_delay_us);
-                w.local(node, at, NodeInput::StoreReply(reply));
-            }
-            NodeOutput::SendRepl { to, msg } => {
-                let b = to.node.0 as usize;
-                if b < w.n() {
-                    if b == idx {
-                        let r = Wire::Repl { from: me, to, msg };
-                        w.local_ev(node, now, LocalEv::Wire(r));
-                    } else {
-                        w.send_wire(sh, idx, b, Wire::Repl { from: me, to, msg });
-                    }
-                }
-            }
-            NodeOutput::Durable { key, data } => {
-                w.slots[idx].disk.insert(key, data);
-            }
-            NodeOutput::Shutdown { reason } => {
-                let s = &mut w.slots[idx];
-                s.up = false;
-                s.paused_until = 0;
-                s.wake.notify_one();
-                w.emit(TraceEvent::NodeDown {
-                    node,
-                    incarnation: inc.0,
-                    reason,
-                });
-            }
-            o => {
-                let traced = w.tracer.on();
-                if let Some(ev) = outputs::output_event(node, inc, o, traced, &mut w.stats) {
-                    w.emit(ev);
-                }
-            }
-        }
+/// How the madsim host moves what a node emits: local events on the node's own queue,
+/// messages on madsim's channels, journal requests to the journal's madsim node.
+impl Transport for Host<'_> {
+    fn cluster(&self) -> &Cluster {
+        &self.w.c
     }
 
-    fn send(&mut self, from: Role, to: Addr, msg: Msg) {
-        let NodeAddr { node, inc } = self.w.cur;
-        let from = Addr {
-            node,
-            inc,
-            role: from,
-        };
-        self.w.send_msg(self.sh, from, to, msg);
+    fn cluster_mut(&mut self) -> &mut Cluster {
+        &mut self.w.c
     }
 
-    fn observe(&mut self, obs: Observation, incarnation: u64) {
-        let w = &mut *self.w;
-        let node = w.cur.node;
-        match obs {
-            Observation::Delivered { env, .. } => self.delivered(env, incarnation),
-            Observation::Dropped { env, reason } => w.drop_msg(node, env, reason),
-            obs => {
-                let traced = w.tracer.on();
-                let ev =
-                    crate::sim::observation_event(node, obs, incarnation, traced, &mut w.stats);
-                if let Some(ev) = ev {
-                    w.emit(ev);
-                }
-            }
-        }
+    fn now(&self) -> Instant {
+        self.w.now()
     }
 
-    fn delivered(&mut self, env: Envelope, incarnation: u64) {
-        let w = &mut *self.w;
-        let NodeAddr { node, inc: _ } = w.cur;
-        w.stats.deliveries += 1;
-        // The entity's own decision after this message, drawn as the own world draws it.
-        let act = outputs::entity_act(&w.sc.workload, &mut w.entity_rng);
-        if let Some(act) = act {
-            let now = w.now();
-            w.local(
-                node,
-                now,
-                NodeInput::EntityActs {
-                    entity: env.entity,
-                    incarnation,
-                    act,
-                },
-            );
-        }
-        w.emit(TraceEvent::Deliver {
+    fn emit(&mut self, ev: TraceEvent) {
+        self.w.emit(ev);
+    }
+
+    fn emit_deliver(&mut self, env: Envelope, node: NodeId, incarnation: u64) {
+        self.w.emit(TraceEvent::Deliver {
             sender: env.sender,
             entity: env.entity,
             seq: env.seq,
@@ -978,19 +758,55 @@ impl NodeHost for Host<'_> {
         });
     }
 
-    fn journal(&self) -> Option<&[CoordinatorEvent]> {
-        let (idx, j) = (self.w.cur.node.0 as usize, self.w.n());
-        let reachable =
-            self.w.journal.available && !self.w.is_cut(idx, j) && !self.w.is_cut(j, idx);
-        reachable.then_some(&self.w.journal.events[..])
+    fn local(&mut self, at: Instant, input: NodeInput) {
+        let node = self.w.c.cur.node;
+        self.w.local(node, at, input);
     }
 
-    fn disk(&self) -> BTreeMap<Key, Data> {
-        self.w.slots[self.w.cur.node.0 as usize].disk.clone()
+    fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
+        self.w.send_msg(self.sh, from, to, msg);
     }
 
-    fn incarnations(&mut self) -> &mut Incarnations {
-        &mut self.w.incarnations
+    fn send_cluster(&mut self, from: NodeAddr, to: NodeAddr, msg: MMsg) {
+        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
+        if b < self.w.n() && b != a {
+            let msg = Box::new(msg);
+            self.w
+                .send_wire(self.sh, a, b, Wire::Cluster { from, to, msg });
+        }
+    }
+
+    fn send_repl(&mut self, from: NodeAddr, to: NodeAddr, msg: Box<ReplMsg>) {
+        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
+        if b < self.w.n() {
+            let r = Wire::Repl { from, to, msg };
+            if b == a {
+                let now = self.w.now();
+                self.w.local_ev(from.node, now, LocalEv::Wire(r));
+            } else {
+                self.w.send_wire(self.sh, a, b, r);
+            }
+        }
+    }
+
+    fn persist(&mut self, from: NodeAddr, gen: u32, event: CoordinatorEvent) {
+        let (a, j) = (from.node.0 as usize, self.w.n());
+        self.w
+            .send_wire(self.sh, a, j, Wire::Persist { from, gen, event });
+    }
+
+    fn store(&mut self, from: NodeAddr, req: Box<StoreRequest>) {
+        let (a, j) = (from.node.0 as usize, self.w.n());
+        self.w.send_wire(self.sh, a, j, Wire::Store { from, req });
+    }
+
+    fn journal_reachable(&self, node: usize) -> bool {
+        let j = self.w.n();
+        !self.w.is_cut(node, j) && !self.w.is_cut(j, node)
+    }
+
+    fn shut_down(&mut self, node: usize) {
+        self.w.slots[node].wake.notify_one();
     }
 }
 
@@ -1010,10 +826,10 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
         {
             let mut w = lock(&sh);
             let n = w.n();
-            if w.frozen || w.slots[from].inc != inc {
+            if w.frozen || w.c.slots[from].inc != inc {
                 return;
             }
-            if to < n && !w.slots[to].up {
+            if to < n && !w.c.slots[to].up {
                 // Nobody listens there: what waits for it is a dead letter.
                 if let Some(l) = w.links.get_mut(&(from, to)) {
                     l.connecting = false;
@@ -1030,7 +846,7 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
             Ok((tx, rx)) => {
                 let journal = {
                     let mut w = lock(&sh);
-                    if w.frozen || w.slots[from].inc != inc {
+                    if w.frozen || w.c.slots[from].inc != inc {
                         return;
                     }
                     let n = w.n();
@@ -1054,7 +870,7 @@ async fn connect(sh: Sh, from: usize, inc: NodeInc, to: usize, dst: SocketAddr, 
             Err(_) => {
                 let refused_by_cut = {
                     let mut w = lock(&sh);
-                    let cut = w.slots[from].inc == inc && w.is_cut(from, to);
+                    let cut = w.c.slots[from].inc == inc && w.is_cut(from, to);
                     if cut {
                         // Refused by the clog: what waits was on the link when it was cut, lost
                         // (as in the own world). The next message after the heal opens the
@@ -1123,7 +939,7 @@ async fn node_main(sh: Sh, me: usize) {
     let (ip, inc, wake) = {
         let w = lock(&sh);
         let s = &w.slots[me];
-        (s.ip, s.inc, s.wake.clone())
+        (s.ip, w.c.slots[me].inc, s.wake.clone())
     };
     let ep = match Endpoint::bind(SocketAddr::new(ip, PORT)).await {
         Ok(ep) => ep,
@@ -1159,7 +975,7 @@ async fn node_main(sh: Sh, me: usize) {
                     LocalEv::Input(NodeInput::Timer {
                         timer: NodeTimer::JoinCheck,
                         ..
-                    }) => w.join_check(node),
+                    }) => w.c.join_check(node),
                     LocalEv::Input(i) => i,
                 };
                 w.handle(&sh, node, input);
@@ -1194,9 +1010,9 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                     let m = Box::new(p.w);
                     // A write takes the journal's write latency (after the network's), in order.
                     let extra = match &*m {
-                        Wire::Persist { .. } => lock(&sh).journal.write_latency_us(),
+                        Wire::Persist { .. } => lock(&sh).c.journal.write_latency_us(),
                         Wire::Store { req, .. } if matches!(req.op, StoreOp::Update { .. }) => {
-                            lock(&sh).journal.write_latency_us()
+                            lock(&sh).c.journal.write_latency_us()
                         }
                         _ => 0,
                     };
@@ -1210,15 +1026,15 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                         // journal plugin fails such a write (call-timeout, circuit breaker) and
                         // persistence never retries it.
                         let j = w.n();
-                        if w.frozen || !w.journal.available || !w.ok(from, j, epoch) {
+                        if w.frozen || !w.c.journal.available || !w.ok(from, j, epoch) {
                             continue;
                         }
                         match *m {
                             Wire::Persist { from, gen, event } => {
-                                if w.journal.failing {
+                                if w.c.journal.failing {
                                     continue;
                                 }
-                                w.journal.events.push(event);
+                                w.c.journal.events.push(event);
                                 w.emit(TraceEvent::Persisted {
                                     node: from.node,
                                     incarnation: from.inc.0,
@@ -1229,7 +1045,7 @@ async fn journal_main(sh: Sh, ip: IpAddr) {
                                 Wire::Persisted { to: from, gen }
                             }
                             Wire::Store { from, req } => {
-                                let Some((kind, ev)) = w.journal.serve_store(from.node, &req)
+                                let Some((kind, ev)) = w.c.journal.serve_store(from.node, &req)
                                 else {
                                     continue;
                                 };
@@ -1299,13 +1115,13 @@ enum Act {
 /// (Re)start `node`: a new incarnation on a fresh madsim node state.
 fn start_node(sh: &Sh, w: &mut Shared, node: NodeId) {
     let idx = node.0 as usize;
-    if w.slots[idx].up {
+    if w.c.slots[idx].up {
         return;
     }
     let h = Handle::current();
     let id = w.slots[idx].id;
     // Reset what the last incarnation left (sockets, tasks), then run the new one.
-    if w.slots[idx].inc != NodeInc(0) {
+    if w.c.slots[idx].inc != NodeInc(0) {
         w.kill(node);
         h.restart(id);
     }
@@ -1325,7 +1141,7 @@ fn apply(sh: &Sh, act: Act) {
     match act {
         Act::Join(node) => start_node(sh, &mut w, node),
         Act::Liveness => {
-            let (now, end) = (w.now(), w.end);
+            let (now, end) = (w.now(), w.c.end);
             faults::liveness_phase(&mut Faults { sh, w: &mut w }, now, end);
         }
         Act::Fault(f) => faults::apply_fault(&mut Faults { sh, w: &mut w }, f),
@@ -1347,7 +1163,7 @@ impl FaultHost for Faults<'_> {
     }
 
     fn scenario(&self) -> &Scenario {
-        &self.w.sc
+        &self.w.c.sc
     }
 
     fn emit(&mut self, ev: TraceEvent) {
@@ -1355,7 +1171,7 @@ impl FaultHost for Faults<'_> {
     }
 
     fn count_fault(&mut self) {
-        self.w.stats.faults += 1;
+        self.w.c.stats.faults += 1;
     }
 
     fn cut(&mut self, from: usize, to: usize) {
@@ -1371,11 +1187,11 @@ impl FaultHost for Faults<'_> {
     }
 
     fn journal(&mut self) -> &mut Journal {
-        &mut self.w.journal
+        &mut self.w.c.journal
     }
 
     fn is_up(&self, node: NodeId) -> bool {
-        self.w.slots[node.0 as usize].up
+        self.w.c.slots[node.0 as usize].up
     }
 
     fn addr_of(&self, node: NodeId) -> NodeAddr {
@@ -1397,17 +1213,17 @@ impl FaultHost for Faults<'_> {
     fn pause(&mut self, node: NodeId, duration_ms: u64) {
         let idx = node.0 as usize;
         let w = &mut *self.w;
-        if w.slots[idx].up {
+        if w.c.slots[idx].up {
             let until = w.now().0 + duration_ms * 1000;
-            let s = &mut w.slots[idx];
+            let s = &mut w.c.slots[idx];
             s.paused_until = s.paused_until.max(until);
-            let id = s.id;
+            let id = w.slots[idx].id;
             Handle::current().pause(id);
             let sh2 = self.sh.clone();
             madsim::task::spawn(async move {
                 madsim::time::sleep(std::time::Duration::from_millis(duration_ms)).await;
                 let w = lock(&sh2);
-                if w.slots[idx].paused_until <= w.now().0 {
+                if w.c.slots[idx].paused_until <= w.now().0 {
                     Handle::current().resume(id);
                 }
             });
@@ -1432,12 +1248,9 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
     let lo = std::time::Duration::from_millis(lo);
     let hi = std::time::Duration::from_millis(hi).max(lo + std::time::Duration::from_micros(1));
     NetSim::current().update_config(|c| c.send_latency = lo..hi);
-    let (sc, knobs) = match crate::sim::swarm::with_entity_knobs(&sc, seed) {
-        Some((drawn, desc)) => (Arc::new(drawn), Some(desc)),
-        None => (sc, None),
-    };
-    let n = sc.cluster.nodes as usize;
-    let (node_cfg, shared_shards) = crate::sim::node_config(&sc, seed);
+    let (c, knobs) = Cluster::new(sc, seed, mode);
+    let sc = c.sc.clone();
+    let n = c.n();
     let h = Handle::current();
     let slots: Vec<Slot> = (0..n)
         .map(|i| {
@@ -1451,15 +1264,8 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
             Slot {
                 id,
                 ip,
-                up: false,
-                node: None,
-                inc: NodeInc(0),
-                hosting: sc.hosting(i as u32),
-                app_version: sc.app_version(i as u32),
                 local: BTreeMap::new(),
                 wake: Arc::new(Notify::new()),
-                paused_until: 0,
-                disk: BTreeMap::new(),
             }
         })
         .collect();
@@ -1468,37 +1274,20 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
     let clients = h.create_node().name("clients").build();
     let done = Arc::new(Notify::new());
     let shared = Shared {
+        c,
         clients,
-        end: Instant(0) + Duration::from_millis(sc.run.duration_ms),
         t0: madsim::time::Instant::now(), // determinism-ok: madsim's simulated clock
-        node_cfg,
-        shared_shards,
-        checker: Checker::new(),
-        tracer: Tracer::new(mode),
-        stats: Stats::default(),
-        violation: None,
         frozen: false,
         slots,
         journal_id: journal_node.id(),
         journal_ip,
-        next_inc: 1,
-        incarnations: Incarnations { next: 1 },
-        entity_rng: Rng::fork(seed, Stream::Entities),
-        journal: Journal::new(sc.journal.clone(), seed),
-        workload: Workload::new(&sc, seed),
         links: BTreeMap::new(),
         cut: vec![false; (n + 1) * (n + 1)],
         epoch: vec![0; (n + 1) * (n + 1)],
         ledger: BTreeMap::new(),
         next_id: 0,
         seq: 0,
-        cur: NodeAddr {
-            node: NodeId(0),
-            inc: NodeInc(0),
-        },
         done: done.clone(),
-        seed,
-        sc: sc.clone(),
     };
     let sh: Sh = Arc::new(Mutex::new(shared));
     journal_node.spawn(journal_main(sh.clone(), journal_ip));
@@ -1551,11 +1340,11 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         let _ = madsim::time::timeout(d, done.notified()).await;
     }
     let mut w = lock(&sh);
-    if w.violation.is_none() {
+    if w.c.violation.is_none() {
         w.frozen = false;
         // Every message still on its way, for the conservation balance, then the
         // end-of-run verdicts: the checker's, at the end time.
-        let end = w.end;
+        let end = w.c.end;
         let pending = w.pending_user_messages();
         let in_flight = pending.len() as u64;
         for (env, node, place) in pending {
@@ -1566,39 +1355,25 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
                 node,
                 place,
             };
-            if let Some(v) = w.checker.on_event(end, &ev) {
-                w.violation.get_or_insert(v);
+            if let Some(v) = w.c.checker.on_event(end, &ev) {
+                w.c.violation.get_or_insert(v);
             }
-            w.tracer.record(end, ev);
+            w.c.tracer.record(end, ev);
         }
-        if w.violation.is_none() {
-            if let Some(v) = w.checker.on_event(end, &TraceEvent::RunEnd { in_flight }) {
-                w.violation = Some(v);
+        if w.c.violation.is_none() {
+            if let Some(v) = w.c.checker.on_event(end, &TraceEvent::RunEnd { in_flight }) {
+                w.c.violation = Some(v);
             }
         }
-        w.tracer.record(end, TraceEvent::RunEnd { in_flight });
+        w.c.tracer.record(end, TraceEvent::RunEnd { in_flight });
     }
     w.frozen = true;
-    let end = w.now().min(w.end);
-    if let Some(v) = w.violation.clone() {
-        let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
-        w.tracer.record(
-            v.t,
-            TraceEvent::Violation {
-                invariant: inv,
-                detail,
-            },
-        );
-    }
-    let result = RunResult {
-        seed: w.seed,
-        violation: w.violation.clone(),
-        stats: w.stats.clone(),
-        end,
-        trace_hash: w.tracer.hash(),
-        coverage: None,
-    };
-    let tracer = std::mem::replace(&mut w.tracer, Tracer::new(TraceMode::Off));
+    let end = w.now().min(w.c.end);
+    let result = w.c.result(end, None);
+    // Frozen, the run records nothing more; the violation stays, as the tasks still running
+    // until their nodes are killed read it.
+    w.c.violation = result.violation.clone();
+    let tracer = std::mem::replace(&mut w.c.tracer, Tracer::new(TraceMode::Off));
     // Break the cycles between the run's state and madsim's (its tasks hold the state, the
     // state holds madsim's node handles and channels), else every seed's world outlives its
     // runtime and a long `agree` or `fuzz` runs out of memory: kill every node (its tasks go),
@@ -1606,8 +1381,10 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
     let ids: Vec<madsim::task::NodeId> = w.slots.iter().map(|s| s.id).collect();
     let (journal, clients) = (w.journal_id, w.clients.id());
     w.links.clear();
-    for s in &mut w.slots {
+    for s in &mut w.c.slots {
         s.node = None;
+    }
+    for s in &mut w.slots {
         s.local.clear();
     }
     w.ledger.clear();

@@ -1,4 +1,4 @@
-//! The causal recorder of a run (issue 13 item 1, `shardsim explain`): beside the trace, one
+//! The causal recorder of a run (`shardsim explain`): beside the trace, one
 //! [`Step`] per event the world applies (a message delivered, a timer fired, a journal write
 //! served, a fault injected, ...), with the step that scheduled it (the send of a message, the
 //! setting of a timer, the write a journal acknowledgement answers) and the index of the first
@@ -243,7 +243,7 @@ fn describe(w: &World, ev: &Ev, s: &mut Step) {
                 s.user = Some((e.sender.0, e.entity.0, e.seq));
                 s.entity = Some(e.entity.0);
             }
-            let slot = &w.slots[to.node.0 as usize];
+            let slot = &w.c.slots[to.node.0 as usize];
             let present =
                 slot.inc == to.inc && slot.node.as_ref().is_some_and(|n| n.has_role(to.role));
             s.cut = !w.net.ok(from.node.0 as usize, to.node.0 as usize, *epoch) || !present;
@@ -292,8 +292,8 @@ fn describe(w: &World, ev: &Ev, s: &mut Step) {
             s.shard = event_shard(&format!("{event:?}"));
             s.what = format!("write {}", variant(&format!("{event:?}")));
             s.cut = !w.net.ok(node.0 as usize, journal, *epoch)
-                || !w.journal.available
-                || w.journal.failing;
+                || !w.c.journal.available
+                || w.c.journal.failing;
         }
         Ev::Persisted {
             node, inc, epoch, ..
@@ -308,7 +308,7 @@ fn describe(w: &World, ev: &Ev, s: &mut Step) {
             s.what = "node starts and joins".into();
         }
         Ev::Send { sender } => {
-            s.node = w.workload.node_of(*sender).0;
+            s.node = w.c.workload.node_of(*sender).0;
             s.actor = "sender";
             s.what = "user message".into();
         }
@@ -410,7 +410,7 @@ fn describe(w: &World, ev: &Ev, s: &mut Step) {
             s.from = Some(node.0);
             s.shard = Some(req.shard.0);
             s.what = store_op(&req.op);
-            s.cut = !w.net.ok(node.0 as usize, journal, *epoch) || !w.journal.available;
+            s.cut = !w.net.ok(node.0 as usize, journal, *epoch) || !w.c.journal.available;
         }
         Ev::DdataStore { node, inc, req } => {
             s.node = node.0;

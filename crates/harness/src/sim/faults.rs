@@ -161,13 +161,13 @@ impl World {
     /// Cut or heal every link to the journal; it is available exactly while reachable.
     pub(super) fn set_journal_reachable(&mut self, reachable: bool) {
         self.net.set_journal_links(reachable);
-        self.journal.available = reachable;
+        self.c.journal.available = reachable;
     }
 
     /// The liveness phase: heal every fault and restart crashed nodes; the checker then
     /// watches a window of sends that must each be delivered or dropped by the end.
     pub(super) fn on_liveness_phase(&mut self) {
-        let (now, end) = (self.now, self.end);
+        let (now, end) = (self.now, self.c.end);
         liveness_phase(self, now, end);
     }
 
@@ -179,11 +179,11 @@ impl World {
 
 impl FaultHost for World {
     fn node_count(&self) -> usize {
-        self.slots.len()
+        self.c.slots.len()
     }
 
     fn scenario(&self) -> &Scenario {
-        &self.sc
+        &self.c.sc
     }
 
     fn emit(&mut self, ev: TraceEvent) {
@@ -191,7 +191,7 @@ impl FaultHost for World {
     }
 
     fn count_fault(&mut self) {
-        self.stats.faults += 1;
+        self.c.stats.faults += 1;
     }
 
     fn cut(&mut self, from: usize, to: usize) {
@@ -207,7 +207,7 @@ impl FaultHost for World {
     }
 
     fn journal(&mut self) -> &mut Journal {
-        &mut self.journal
+        &mut self.c.journal
     }
 
     fn is_up(&self, node: NodeId) -> bool {
@@ -233,7 +233,7 @@ impl FaultHost for World {
     fn pause(&mut self, node: NodeId, duration_ms: u64) {
         if World::is_up(self, node) {
             let until = self.now.0 + duration_ms * 1000;
-            let s = &mut self.slots[node.0 as usize];
+            let s = &mut self.c.slots[node.0 as usize];
             s.paused_until = s.paused_until.max(until);
             let at = Instant(s.paused_until);
             self.paused_max = self.paused_max.max(at.0);
