@@ -1,4 +1,4 @@
-//! Agreement between hosts (issue 10): every scenario file that expects `none` is clean on N
+//! Agreement between hosts: every scenario file that expects `none` is clean on N
 //! madsim seeds, and every file that expects a violation shows the same invariant on the
 //! madsim host within M seeds. A declared known hazard (`[[expect.known]]`) counts as it
 //! does for `fuzz`: its seeds are classified on the madsim host itself (clean there with the
@@ -71,7 +71,7 @@ impl Row {
     }
 }
 
-/// The known hazards a run showed (issue 16's `[[expect.known]]`: the seed breaks the
+/// The known hazards a run showed (`[[expect.known]]`: the seed breaks the
 /// hazard's invariant and is clean, on the same host, with its fix option on), as
 /// `"; known NAME at seeds A, B"`, or nothing.
 fn known_note(s: &Summary) -> String {

@@ -636,7 +636,7 @@ impl Summary {
 pub const RATE_Z: f64 = 3.290_526_731;
 
 /// A campaign's expected-violation rate against the band its scenario declares
-/// (`[expect] rate = [low, high]`, issue 17 item 5).
+/// (`[expect] rate = [low, high]`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RateCheck {
     /// Schedules that broke the expected invariant.

@@ -1,4 +1,4 @@
-//! `shardsim explain`: why a run broke an invariant, as a causal story (issue 13 items 1-2).
+//! `shardsim explain`: why a run broke an invariant, as a causal story.
 //!
 //! The run's happens-before graph is built with petgraph over its steps (each event the world
 //! applied: a message handled by an actor, a timer fired, a journal write served, a fault

@@ -78,7 +78,7 @@ pub struct GenConfig {
     pub options: ProtocolOptions,
     /// `journal.check-single-writer`.
     pub check_single_writer: bool,
-    /// Also draw the entity layer (issue 11): passivation, crashes, Shard failures, stop
+    /// Also draw the entity layer: passivation, crashes, Shard failures, stop
     /// durations, remember-entities and its store. Each shrinks towards off.
     pub entity_layer: bool,
 }

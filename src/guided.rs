@@ -1,4 +1,4 @@
-//! `fuzz --guided` (issue 15 item 2): coverage-guided exploration of schedules.
+//! `fuzz --guided`: coverage-guided exploration of schedules.
 //!
 //! An input is a seed and a scenario with its perturbations explicit: the fault plan (the
 //! swarm's draw materialised, as `shrink` writes it, then edited), targeted delays

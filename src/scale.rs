@@ -1,4 +1,4 @@
-//! The scale benchmark (`shardsim bench --scale`, issue 14 item 3): a grid of cluster sizes
+//! The scale benchmark (`shardsim bench --scale`): a grid of cluster sizes
 //! and entity counts, one child process per cell so that each cell's peak RSS is its own.
 //!
 //! A cell is one scenario built here ([`cell_scenario`]): `nodes` nodes joining at 0, one
@@ -19,7 +19,7 @@ use shardsim_harness::trace::TraceMode;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The grid's node counts (issue 14 item 3).
+/// The grid's node counts.
 pub const NODES: [u32; 4] = [3, 10, 30, 100];
 /// The grid's entity counts.
 pub const ENTITIES: [u32; 3] = [100, 10_000, 1_000_000];

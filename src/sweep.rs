@@ -1,5 +1,5 @@
-//! `shardsim sweep`: every scenario file at campaign scale, judged against its declaration
-//! (issue 16 item 1). Each file runs `schedules` seeds from 0 (`slow_schedules` when the file
+//! `shardsim sweep`: every scenario file at campaign scale, judged against its declaration.
+//! Each file runs `schedules` seeds from 0 (`slow_schedules` when the file
 //! is slow: its first [`PROBE`] seeds average more than `slow_after_events` events per
 //! schedule, a count, so the plan is the same on any machine under any load), on all the jobs
 //! given, with the same verdict as `fuzz` ([`campaign::judge`]). Each file's result is written
@@ -259,7 +259,7 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
     let _ = writeln!(s, "# Every scenario file at campaign scale\n");
     let _ = writeln!(
         s,
-        "Written by `shardsim sweep` (issue 16 item 1): each file under `sim-scenarios/` runs \
+        "Written by `shardsim sweep`: each file under `sim-scenarios/` runs \
          {} seeds from 0 ({} for a slow file: one whose first {PROBE} seeds average more than \
          {} events per schedule), judged as `fuzz` judges it against the file's \
          `[expect]` outcome, rate band and `[[expect.known]]` hazards. Counts are schedules; \

@@ -626,7 +626,7 @@ fn progress_lines_when_stderr_is_not_a_terminal() {
     );
 }
 
-/// `[[expect.known]]` (issue 16 item 1): a failure of a known hazard's invariant that the same
+/// `[[expect.known]]`: a failure of a known hazard's invariant that the same
 /// seed does not show with the hazard's fix on is reported as known, not failed, and does not
 /// stop `--until-failure`; one that persists under the declared "fix" stays unexpected.
 #[test]
@@ -663,7 +663,7 @@ fn known_hazards_are_reported_not_failed() {
     );
 }
 
-/// `shardsim sweep` (issue 16 item 1): every file of a folder judged against its declaration,
+/// `shardsim sweep`: every file of a folder judged against its declaration,
 /// each result kept and reused by a later sweep with the same plan and model, a file whose campaign does
 /// not match its declaration named in the report and exit 1, bad input exit 2.
 #[test]

@@ -301,7 +301,7 @@ fn bench_reports_each_round_and_the_median_ratio() {
     assert!(err.contains("--rounds"), "{err}");
 }
 
-/// `bench --scale` (issue 14 item 3): a subset of the grid, each cell a child process; bad
+/// `bench --scale`: a subset of the grid, each cell a child process; bad
 /// flags exit 2 naming the flag.
 #[test]
 fn scale_bench_runs_a_subset_and_rejects_bad_flags() {

@@ -1,4 +1,4 @@
-//! Targeted delays (issue 15 item 3): `[[delays]]` in scenario files and `[swarm] delays`.
+//! Targeted delays: `[[delays]]` in scenario files and `[swarm] delays`.
 
 use shardsim::campaign::run_seed;
 use shardsim::shrink::materialise;

@@ -1,4 +1,4 @@
-//! `shardsim explain` (issue 13 items 1-2): the story of every committed hazard (the hazards
+//! `shardsim explain`: the story of every committed hazard (the hazards
 //! that expect a violation, and the shrunk scenarios) fits in 40 lines and is snapshotted; the
 //! failing seed of each is the first one a campaign with `until_failure` finds from seed 0, so
 //! it is deterministic. The pictures parse: well-formed XML, with the lanes, arrows and bands

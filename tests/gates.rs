@@ -1,4 +1,4 @@
-//! The membership gates read from full traces (issue 12 item 4): `min-nr-of-members`
+//! The membership gates read from full traces: `min-nr-of-members`
 //! (ClusterShardingMinMembersSpec), sharding on a role, and the rebalance gate during a rolling
 //! update (§12 B38), which no invariant sees: with Akka's `isAGoodTimeToRebalance` no rebalance
 //! starts while the coordinator's regions run two app versions; with the pre-fix coordinator

@@ -1,4 +1,4 @@
-//! Behaviour coverage and `fuzz --guided` (issue 15 items 1-2): coverage changes no schedule
+//! Behaviour coverage and `fuzz --guided`: coverage changes no schedule
 //! and grows over a campaign; a guided campaign is the same for any number of jobs; its
 //! failures are written as scenario files that `run` replays and `shrink` shrinks; a scenario
 //! with nothing to perturb runs seed-only.

@@ -1,4 +1,4 @@
-//! Nothing lost on a kill (issue 16 item 5): `fuzz --corpus` and `shrink --out` are killed by
+//! Nothing lost on a kill: `fuzz --corpus` and `shrink --out` are killed by
 //! SIGKILL at drawn points of their run, over and over; the file they write is afterwards
 //! either the old file or the new complete one, never a torn mix. Half the kills aim at the
 //! write itself (a writer that truncates the file in place is caught: tried by hand). Both write through

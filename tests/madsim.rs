@@ -1,10 +1,10 @@
-//! The madsim host (issue 10): the same `Node` on madsim, judged by the same checker.
+//! The madsim host: the same `Node` on madsim, judged by the same checker.
 //!
 //! `#[madsim::test]` tests honour madsim's `MADSIM_TEST_SEED` (default: the wall clock, printed
 //! on failure), `MADSIM_TEST_NUM` (seeds from it) and `MADSIM_TEST_CHECK_DETERMINISM`; the plain
 //! tests loop over fixed seeds with `Runtime::with_seed_and_config`. The agreement with the own
 //! world runs a subset here (the whole `cargo test` has a budget); `shardsim agree` runs the
-//! issue's counts (200 seeds per clean file, up to 2,000 per violation), recorded in
+//! full counts (200 seeds per clean file, up to 2,000 per violation), recorded in
 //! reports/madsim-agreement.md.
 
 #[cfg(not(madsim))]

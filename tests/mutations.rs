@@ -182,7 +182,7 @@ fn a_region_stopping_without_hand_off_on_a_graceful_leave_breaks_graceful_leave_
     );
 }
 
-/// Issue 17's first example: a region that discards a shard's buffer on `HostShard`. It lost
+/// A region that discards a shard's buffer on `HostShard`. It lost
 /// 5.4 million messages in 100,000 smoke schedules with no failure when the checker had no
 /// end-of-run balance (before message-lost); the balance now names the vanished messages.
 #[test]
@@ -281,7 +281,7 @@ fn region_reviving_stale_entities_when_a_shard_returns_breaks_no_duplicate() {
     );
 }
 
-/// Issue 17's second example: one node's singleton manager orders members by age backwards,
+/// One node's singleton manager orders members by age backwards,
 /// so the youngest runs a second coordinator. No region registers with it and it never
 /// writes to the journal, so journal-single-writer cannot see it; one-coordinator does.
 #[test]
@@ -363,7 +363,7 @@ fn a_region_forgetting_an_acknowledged_shard_breaks_hosting_ack() {
 fn new_allocation_rounding_down_breaks_rebalance_quiescence() {
     // The new algorithm (§10.4) scaling out to 5 nodes with 22 shards: the faithful one settles
     // at 5, 5, 4, 4, 4 and stops; with optimal = ⌊22 / 5⌋ = 4 a region of 5 is always above
-    // it, and its shard goes to a region of 4, round after round (issue 17).
+    // it, and its shard goes to a region of 4, round after round.
     let faithful = scenario_with("allocation-new.toml", Mutation::None);
     assert_eq!(first_violation(&faithful, 30), None);
     let sc = scenario_with("allocation-new.toml", Mutation::NewAllocationRoundsDown);

@@ -1,4 +1,4 @@
-//! Parsers that never panic (issue 16 item 2): proptest feeds the scenario parser, the corpus
+//! Parsers that never panic: proptest feeds the scenario parser, the corpus
 //! reader, the trace reader (with the checker that re-checks what it reads) and the summary
 //! reader with real files mutated by generated edits: truncation, byte flips, inserted and
 //! deleted lines, huge and negative numbers, wrong types, unknown keys, invalid UTF-8. Each

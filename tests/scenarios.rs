@@ -28,7 +28,7 @@ fn seed_cap(path: &Path) -> u64 {
     if p.ends_with("specs/passivation-buffering-remember-ddata.toml") {
         150
     } else if p.ends_with("/scale-50.toml") || p.ends_with("/scale-100.toml") {
-        // 50 and 100 nodes (issue 14 item 5): a few seeds keep them fast.
+        // 50 and 100 nodes: a few seeds keep them fast.
         4
     } else if p.ends_with("specs/remember-entities-store-failure-eventsourced.toml") {
         u64::MAX // its Akka stall shows in 2 seeds of 1,000

@@ -1,5 +1,5 @@
 //! The fast campaign-based oracle that cargo-mutants runs against each mutant of the protocol
-//! (issue 15 item 5; `.cargo/mutants.toml`, `reports/mutants.md`). Not part of the default
+//! (`.cargo/mutants.toml`, `reports/mutants.md`). Not part of the default
 //! `cargo test` (ignored there: the scenario tests run the same checks at 800 seeds); run it
 //! by hand with `cargo test --test scenarios_oracle -- --ignored`.
 //!

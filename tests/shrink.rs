@@ -239,7 +239,7 @@ fn shrink_a_liveness_failure() {
     );
     assert!(res.after.end_ms < res.before.end_ms, "{:?}", res.after);
     assert!(res.scenario.liveness.enabled);
-    // The stranded buffer: its shard has no home, or (message conservation, issue 17) a
+    // The stranded buffer: its shard has no home, or (message conservation) a
     // message sent before the liveness window is still in the region's buffer at the end.
     assert!(
         res.failure.detail.contains("has no home")

@@ -195,7 +195,7 @@ fn every_invariant_is_found_in_the_file() {
     }
 }
 
-/// Issue 17's oracles (message conservation, one-coordinator, hosting-ack), each broken by its
+/// The oracles message conservation, one-coordinator and hosting-ack, each broken by its
 /// mutation on the smoke scenario, are found again in the trace file.
 #[test]
 fn the_conservation_coordinator_and_hosting_oracles_are_found_in_the_file() {

@@ -144,7 +144,7 @@ enum Cmd {
         /// other, and print the events/s of each and their ratio (instead of the bare loop).
         #[arg(long, value_enum)]
         host: Option<HostArg>,
-        /// The scale benchmark (issue 14): the grid of nodes 3, 10, 30, 100 x entities 100,
+        /// The scale benchmark: the grid of nodes 3, 10, 30, 100 x entities 100,
         /// 10,000, 1,000,000, each cell a child process (its own peak RSS); prints events per
         /// schedule, events/s, ns/event relative to the 3-node/100-entity cell, and max RSS.
         #[arg(long)]
@@ -213,7 +213,7 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// Every scenario file at campaign scale (issue 16 item 1): each file's campaign judged as
+    /// Every scenario file at campaign scale: each file's campaign judged as
     /// `fuzz` judges it, kept per file (a stopped sweep resumes), and a Markdown report of
     /// seeds, outcome counts, options and verdicts.
     Sweep {
@@ -1365,7 +1365,7 @@ fn cmd_shrink(
 }
 
 // ---------------------------------------------------------------------------------------------
-// explain (issue 13 items 1-2)
+// explain
 
 fn cmd_explain(input: &Path, seed: Option<u64>, pictures: Option<PathBuf>) -> ExitCode {
     let is_scenario = seed.is_some() || input.extension().is_some_and(|e| e == "toml");

@@ -1,4 +1,4 @@
-//! Pictures of an explanation's slice (issue 13 item 2): a Mermaid sequence diagram (it renders
+//! Pictures of an explanation's slice: a Mermaid sequence diagram (it renders
 //! in GitHub Markdown) and a self-contained SVG timeline: a lane per node and actor, the focus
 //! shards' ownership as bars over time, the story's messages as arrows (lost ones dashed), and
 //! faults as shaded bands.

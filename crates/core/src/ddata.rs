@@ -2,7 +2,7 @@
 //! (an observed-remove set and a grow-only set), the keys sharding stores them under, and one
 //! [`Replicator`] per node incarnation as a sans-IO state machine.
 //!
-//! Sharding keeps two things in Distributed Data (akka-sharding.md §3.3, §6.4):
+//! Sharding keeps two things in Distributed Data (docs/akka-reference.md §3.3, §6.4):
 //! - remember-entities, `ddata` store: per shard, 5 `ORSet[EntityId]` keys
 //!   `shard-<type>-<shardId>-<0..4>`, an entity going to key `abs(id.hashCode % 5)`
 //!   ([`Key::ShardEntities`], [`entity_key_part`]); the coordinator's set of shards with

@@ -1,5 +1,5 @@
-//! Tables keyed by small ids whose memory follows the ids used, not the id space (issue 14
-//! item 2: memory proportional to live state).
+//! Tables keyed by small ids whose memory follows the ids used, not the id space
+//! (memory proportional to live state).
 //!
 //! - [`IdMap`]: a hash table from `u64` keys (an id, or a pair of ids packed with [`pair_key`])
 //!   to values, kept in an arena in insertion order, with an open-addressing index over it

@@ -13,6 +13,9 @@
 //! Every role takes the current time and one input and emits plain data; nothing here reads a
 //! clock, a socket or a file, and nothing draws from an unseeded random source ([`rng`] forks
 //! every stream from one ChaCha8 root).
+//!
+//! Comments cite Akka's behaviour by section (`§6.4`) and its known bugs by number (`§12 B35`):
+//! both refer to `docs/akka-reference.md` in the repository.
 
 #![warn(missing_docs)]
 

@@ -1,4 +1,4 @@
-//! The cluster-sharding protocol as sans-IO state machines (akka-sharding.md §2-§7).
+//! The cluster-sharding protocol as sans-IO state machines (docs/akka-reference.md §2-§7).
 //!
 //! Every role is a plain struct driven through one entry point:
 //! `handle(now, input, &mut out)` takes the current simulated time and exactly one [`Input`],
@@ -121,7 +121,7 @@ pub enum Timer {
     },
 }
 
-/// The timers of a Shard (akka-sharding.md §2.7).
+/// The timers of a Shard (docs/akka-reference.md §2.7).
 #[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
 pub enum ShardTimer {
     /// HandOffStopper `StopTimeout`: `(handoff-timeout - 5 s).max(1 s)` after `HandOff`, the
@@ -449,7 +449,7 @@ pub enum Output {
     },
 }
 
-/// A message between the actors of one node (akka-sharding.md §2.4, §2.5): the region and its
+/// A message between the actors of one node (docs/akka-reference.md §2.4, §2.5): the region and its
 /// Shards, a Shard and its entities. `uid` names a Shard actor within its region, `inc` an
 /// entity actor, so a message for an actor that stopped never reaches its successor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -725,7 +725,7 @@ impl Outbox {
     }
 }
 
-/// A rule of a role's own state that does not hold after a `handle` (issue 9, item 5): found
+/// A rule of a role's own state that does not hold after a `handle`: found
 /// by [`Region::check_invariants`](region::Region::check_invariants) or
 /// [`Coordinator::check_invariants`](coordinator::Coordinator::check_invariants), and reported
 /// as data, never by panicking. The host decides what a breach means (the simulator records a

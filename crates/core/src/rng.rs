@@ -29,7 +29,7 @@ pub enum Stream {
     WorkloadGrowth = 7,
     /// Gossip target selection, one stream per node incarnation (see [`Rng::fork_keyed`]).
     Gossip = 8,
-    /// The swarm's draw of targeted delays (`swarm.delays`, issue 15 item 3).
+    /// The swarm's draw of targeted delays (`swarm.delays`).
     SwarmDelays = 9,
     /// `fuzz --guided`: the mutator's draws, seeded by `--seed-start` (not per schedule).
     Guided = 10,

@@ -1,4 +1,4 @@
-//! Unit tests of the sans-IO persistent ShardCoordinator (akka-sharding.md §2, §3.2, §3.4, §4, §7).
+//! Unit tests of the sans-IO persistent ShardCoordinator (docs/akka-reference.md §2, §3.2, §3.4, §4, §7).
 //!
 //! Every test drives one `Coordinator` through `handle` and asserts on the exact outputs appended.
 
@@ -1014,7 +1014,7 @@ fn a_terminating_within_the_margin(journal: &[CoordinatorEvent], members: Vec<Me
 
 #[test]
 fn with_down_removal_margin_a_removed_regions_termination_waits_for_the_margin() {
-    // akka-sharding.md §3.5 (akka#18314): with `down-removal-margin`, the Terminated of a
+    // docs/akka-reference.md §3.5 (akka#18314): with `down-removal-margin`, the Terminated of a
     // region that was alive and whose node was removed is delayed by the margin
     // (`DelayedShardRegionTerminated`); the termination is persisted only when it fires.
     let mut members = all_up();

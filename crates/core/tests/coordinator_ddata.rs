@@ -1,5 +1,5 @@
 //! Unit tests of the sans-IO ShardCoordinator in ddata mode (`DDataShardCoordinator`,
-//! akka-sharding.md §3.3, SC:1658-2108), and of the `LWWRegister` that holds its state.
+//! docs/akka-reference.md §3.3, SC:1658-2108), and of the `LWWRegister` that holds its state.
 //!
 //! Every test drives one `Coordinator` through `handle` and asserts on the exact outputs appended.
 

@@ -1,4 +1,4 @@
-//! Unit tests of the sans-IO ShardRegion (akka-sharding.md §2, §5, §7) and of its Shards
+//! Unit tests of the sans-IO ShardRegion (docs/akka-reference.md §2, §5, §7) and of its Shards
 //! (§6, §8) as the region drives them.
 //!
 //! Every test drives one `Region` and asserts on the exact outputs appended. Messages between

@@ -1,4 +1,4 @@
-//! Remember-entities in the Shard and its region (akka-sharding.md §2.6, §6.1-§6.4, §8, §12.5),
+//! Remember-entities in the Shard and its region (docs/akka-reference.md §2.6, §6.1-§6.4, §8, §12.5),
 //! pinned against Akka's code.
 //!
 //! The store is not simulated: when a Shard emits `O::Store(StoreRequest)`, the test answers
@@ -6,7 +6,7 @@
 //! (`common::harness`): zero local delay, local messages queued and delivered by the test.
 //!
 //! Citations: `SH:n`, `SR:n` are lines of `Shard.scala` and `ShardRegion.scala` at akka
-//! `9892c5e415`, the snapshot of akka-sharding.md (§0); `RES:n` and `DDS:n` are lines of
+//! `9892c5e415`, the snapshot of docs/akka-reference.md (§0); `RES:n` and `DDS:n` are lines of
 //! `internal/RememberEntityStarter.scala` and `internal/DDataRememberEntitiesShardStore.scala`
 //! (the same at that snapshot and at the mirror's HEAD `2b829515c4`); `Stash.scala:n` is
 //! `akka-actor/src/main/scala/akka/actor/Stash.scala` at the snapshot. A test that shows the

@@ -66,7 +66,7 @@ pub enum Invariant {
     GracefulShutdownTimeout,
     /// A node leaving gracefully lost a message the way a crash does (its region stopped with
     /// messages left, or a message was addressed to it after it stopped), with no crash,
-    /// down, cut or journal fault to explain it (issue 12 item 6; `check/graceful.rs`).
+    /// down, cut or journal fault to explain it (`check/graceful.rs`).
     GracefulLeaveLoss,
     /// Two coordinators ran at once on nodes that could reach each other over the network,
     /// outside the windows Akka documents (take-over after removal, hand-over on a leave;
@@ -352,7 +352,7 @@ impl Checker {
             .on_deliver(t, sender, entity, seq, node, incarnation)
     }
 
-    /// Remembered-entity liveness (§2.6, issue 11): with the liveness rule on, at the end of
+    /// Remembered-entity liveness (§2.6): with the liveness rule on, at the end of
     /// the run every entity a remember store holds runs somewhere (its shard started again
     /// after every fault healed, and its starter started it).
     fn remembered_entities_run(&self, t: Instant) -> Option<Violation> {

@@ -46,8 +46,8 @@ pub enum FaultKind {
     /// The journal silently fails every write (no acknowledgement).
     JournalFailing,
     /// A swarm kind only (`swarm.kinds`), not a planned fault: a rolling restart, every
-    /// hosting node in turn leaves gracefully and comes back as a new incarnation (issue 12
-    /// item 7; expanded into `leave` and `restart` faults by the swarm's draw).
+    /// hosting node in turn leaves gracefully and comes back as a new incarnation
+    /// (expanded into `leave` and `restart` faults by the swarm's draw).
     RollingRestart,
 }
 

@@ -89,12 +89,12 @@ pub struct SwarmSpec {
     /// be safe. On: faults are placed independently; overlapping faults can make one side's
     /// decision late (see hazards/sbr-overlapping-faults.toml).
     pub overlap: bool,
-    /// Also draw the entity layer per seed (issue 11): each of the workload's passivate,
+    /// Also draw the entity layer per seed: each of the workload's passivate,
     /// ignore-stop, self-stop, crash and shard-failure probabilities is on with probability
     /// 1/2, at a value up to the scenario's; the longest entity stop is drawn up to
     /// `entities.stop-ms`'s upper bound. The scenario's values are the maxima.
     pub entity_knobs: bool,
-    /// Also draw targeted delays per seed ([`crate::sim::delays::draw`], issue 15 item 3):
+    /// Also draw targeted delays per seed ([`crate::sim::delays::draw`]):
     /// one to `max-per-kind` of them, each holding a message kind or a node pair's messages.
     pub delays: bool,
     /// Longest hold of a drawn delay, ms.
@@ -236,7 +236,7 @@ pub struct WorkloadSpec {
     /// sender from the seed. Small focus sets make per-entity ordering races likelier.
     pub focus: u32,
     /// Chance that an entity, after processing a message, sends `Passivate` to its Shard
-    /// (entity-initiated passivation, akka-sharding.md §8).
+    /// (entity-initiated passivation, docs/akka-reference.md §8).
     pub passivate_probability: f64,
     /// Chance that such a `Passivate` names a stop message the entity never handles, so it
     /// stays passivating until `passivation-stop-timeout` stops it by force (§12 B32).
@@ -347,13 +347,13 @@ pub struct ExpectSpec {
     /// `none`, or the invariant expected to break in at least one seed of a campaign.
     pub outcome: Outcome,
     /// `rate = [low, high]`: the share of a campaign's schedules expected to break `outcome`
-    /// (issue 17 item 5). `fuzz` fails when the measured rate is far outside the band: when
+    /// `fuzz` fails when the measured rate is far outside the band: when
     /// the band and the 99.9 % Wilson score interval of the measured rate do not meet
     /// ([`crate::campaign::rate_check`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Vec<f64>>,
     /// `[[expect.known]]`: known Akka hazards this scenario may show besides `outcome`, at a
-    /// rare rate (issue 16 item 1). A failing seed that breaks a known hazard's invariant, and
+    /// rare rate. A failing seed that breaks a known hazard's invariant, and
     /// is clean when re-run with the hazard's fix option on, is reported as that known hazard,
     /// not as a failure; anything else still fails the campaign.
     #[serde(skip_serializing_if = "Vec::is_empty")]

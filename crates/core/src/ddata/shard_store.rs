@@ -1,4 +1,4 @@
-//! The `ddata` remember-entities store (`DDataRememberEntitiesShardStore`, akka-sharding.md
+//! The `ddata` remember-entities store (`DDataRememberEntitiesShardStore`, docs/akka-reference.md
 //! §6.4): one store per Shard instance, in front of the node's [`Replicator`].
 //!
 //! Sans-IO like every role: [`RememberStores::handle`] takes one [`StoreInput`] and appends

@@ -3,7 +3,7 @@
 //! wait and the `down-removal-margin` stay in the state machine), no I/O.
 //!
 //! The reference has no section on the strategies' rules themselves; it uses the resolver as
-//! the thing that keeps a partition from becoming two clusters: akka-sharding.md §11.1 (I1,
+//! the thing that keeps a partition from becoming two clusters: docs/akka-reference.md §11.1 (I1,
 //! from Akka's `split-brain-resolver.md`), §11.2 (a partition without proper downing yields
 //! two coordinators; `stable-after`/`down-removal-margin` shorter than the other side's stop
 //! breaks I1), §9.2 (`down-removal-margin` = `stable-after` under SBR), §13.1
@@ -353,7 +353,7 @@ mod tests {
     /// Node 0 is the oldest and the lowest address. The viewer of each side is its lowest
     /// node (the side's leader, the node that decides).
     ///
-    /// Rules behind the rows (Akka's `split-brain-resolver.md`; akka-sharding.md §11.1, §11.2):
+    /// Rules behind the rows (Akka's `split-brain-resolver.md`; docs/akka-reference.md §11.1, §11.2):
     /// - Each side weighs itself against *all* unreachable members as one side, so with three
     ///   sides (2|2|1, 1|2|2) keep-majority and static-quorum find no side with more than half
     ///   (resp. 3) members and every side downs itself: the whole cluster goes down.

@@ -1,4 +1,4 @@
-//! Shard allocation strategies (akka-sharding.md §10). Pure functions of the coordinator's view:
+//! Shard allocation strategies (docs/akka-reference.md §10). Pure functions of the coordinator's view:
 //! no time, no randomness, no I/O. Ties are broken by the suitability ordering of §10.1, so the
 //! result never depends on map iteration order.
 
@@ -76,10 +76,10 @@ pub trait ShardAllocationStrategy: Send {
     ) -> BTreeSet<ShardId>;
 }
 
-/// Regions in Akka's `ShardSuitabilityOrdering` (akka-sharding.md §10.1, MIX:30-55), most
+/// Regions in Akka's `ShardSuitabilityOrdering` (docs/akka-reference.md §10.1, MIX:30-55), most
 /// suitable first; `by_app_version` false drops step 2 (Akka before 2.6.10, §12 B38).
 fn suitability_sorted(regions: &[RegionEntry], by_app_version: bool) -> Vec<&RegionEntry> {
-    // akka-sharding.md §10.1: not leaving first; the highest app version first; fewer shards
+    // docs/akka-reference.md §10.1: not leaving first; the highest app version first; fewer shards
     // first; older (lower up_number) first; then region ordering, which makes the order total.
     let mut sorted: Vec<&RegionEntry> = regions.iter().collect();
     sorted.sort_by_key(|e| {
@@ -158,7 +158,7 @@ impl LeastShardAllocationStrategy {
         in_progress: &BTreeSet<ShardId>,
         health: ClusterHealth,
     ) -> BTreeSet<ShardId> {
-        // akka-sharding.md §10.3, "2.5.20+ / current deprecated" pseudocode.
+        // docs/akka-reference.md §10.3, "2.5.20+ / current deprecated" pseudocode.
         let max_sim = i64::from(self.settings.max_simultaneous_rebalance);
         let threshold = i64::from(self.settings.rebalance_threshold);
         let in_progress_len = i64::try_from(in_progress.len()).unwrap_or(i64::MAX);
@@ -202,7 +202,7 @@ impl LeastShardAllocationStrategy {
         in_progress: &BTreeSet<ShardId>,
         health: ClusterHealth,
     ) -> BTreeSet<ShardId> {
-        // akka-sharding.md §10.4
+        // docs/akka-reference.md §10.4
         if !in_progress.is_empty() {
             return BTreeSet::new(); // one round at a time
         }
@@ -263,7 +263,7 @@ impl ShardAllocationStrategy for LeastShardAllocationStrategy {
         _shard: ShardId,
         regions: &[RegionEntry],
     ) -> Option<RegionRef> {
-        // akka-sharding.md §10.2: the most suitable region; the requester is ignored.
+        // docs/akka-reference.md §10.2: the most suitable region; the requester is ignored.
         self.sorted(regions).first().map(|e| e.region)
     }
 
@@ -273,7 +273,7 @@ impl ShardAllocationStrategy for LeastShardAllocationStrategy {
         in_progress: &BTreeSet<ShardId>,
         health: ClusterHealth,
     ) -> BTreeSet<ShardId> {
-        // akka-sharding.md §10.4: the new algorithm is enabled by rebalance-absolute-limit > 0.
+        // docs/akka-reference.md §10.4: the new algorithm is enabled by rebalance-absolute-limit > 0.
         if self.settings.rebalance_absolute_limit == 0 {
             self.rebalance_old(regions, in_progress, health)
         } else {
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn suitability_order() {
-        // akka-sharding.md §10.1
+        // docs/akka-reference.md §10.1
         let mut r = allocations(&[0, 2, 1, 0, 0]);
         r[0].leaving = true;
         r[4].up_number = 0; // E is the oldest
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn allocate_shard_picks_most_suitable() {
-        // akka-sharding.md §10.2
+        // docs/akka-reference.md §10.2
         let s = new(0, 0.1);
         assert_eq!(
             s.allocate_shard(region(1), ShardId(3), &allocations(&[1, 1, 0])),
@@ -416,7 +416,7 @@ mod tests {
 
     #[test]
     fn deprecated_spec_vectors() {
-        // akka-sharding.md §10.3 (DeprecatedLeastShardAllocationStrategySpec; max 10 unless given)
+        // docs/akka-reference.md §10.3 (DeprecatedLeastShardAllocationStrategySpec; max 10 unless given)
         type Step = (&'static [u32], &'static [u32]); // (in progress, expected)
         #[rustfmt::skip]
         let cases: &[(u32, u32, &[u32], &[Step])] = &[
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn new_spec_vectors() {
-        // akka-sharding.md §10.4 (LeastShardAllocationStrategySpec; no limits = 1000 / 1.0).
+        // docs/akka-reference.md §10.4 (LeastShardAllocationStrategySpec; no limits = 1000 / 1.0).
         // Each round: expected result, then sizes after moving it; the next round starts there.
         let fifty: Vec<u32> = (1..=16).chain(51..=66).collect();
         type Round = (Vec<u32>, Vec<usize>); // (expected, sizes after the move)

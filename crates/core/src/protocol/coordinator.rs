@@ -1,4 +1,4 @@
-//! ShardCoordinator (akka-sharding.md §3.2, §3.3, §4, §7): the cluster singleton that decides
+//! ShardCoordinator (docs/akka-reference.md §3.2, §3.3, §4, §7): the cluster singleton that decides
 //! where shards live, makes its decisions durable before answering, and drives rebalancing
 //! through one hand-off worker per shard.
 //!
@@ -763,7 +763,7 @@ impl Coordinator {
     // ---- invariants ----
 
     /// The rules this coordinator's state keeps after every `handle`, each true of Akka's
-    /// ShardCoordinator (akka-sharding.md, sections cited per rule); the first broken one, as
+    /// ShardCoordinator (docs/akka-reference.md, sections cited per rule); the first broken one, as
     /// data. The rules over the hand-offs and the stash always run (hand-offs are few); the
     /// walk over every allocation runs only with debug assertions (as under `cargo test`).
     pub fn check_invariants(&self) -> Option<RoleBreach> {

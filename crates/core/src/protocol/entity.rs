@@ -4,7 +4,7 @@
 //! default FNV-1a hash ([`HashExtractor`]), Akka's `HashCodeMessageExtractor`
 //! ([`AkkaHashCodeExtractor`], Java's `String.hashCode`), and a hash seeded per node
 //! incarnation ([`SeededHashExtractor`]) like .NET Core's randomized `string.GetHashCode()`,
-//! which makes nodes disagree on an entity's shard (akka-sharding.md §12 B8, akka.net#3361).
+//! which makes nodes disagree on an entity's shard (docs/akka-reference.md §12 B8, akka.net#3361).
 //! Every region gets its own extractor from the run's [`Extractors`] when it starts, tabled
 //! ([`TabledExtractor`]) so that routing a message is one array lookup.
 
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Akka's `extractShardId`: supplied by the application. Must be a pure function of the entity
-/// id (a randomized hash breaks at-most-one, akka-sharding.md §12 B8).
+/// id (a randomized hash breaks at-most-one, docs/akka-reference.md §12 B8).
 pub trait ShardExtractor: Send + Sync {
     /// The shard of `entity`.
     fn shard_id(&self, entity: EntityId) -> ShardId;
@@ -117,7 +117,7 @@ pub struct TabledExtractor<E = HashExtractor> {
 
 /// At most this many entity ids are tabled (16 KB of table per extractor); the function
 /// answers for the rest, so a million entities do not cost a million hashes per schedule and
-/// 4 MB per extractor (issue 14 item 2). Same answers either way.
+/// 4 MB per extractor. Same answers either way.
 pub const TABLED_ENTITIES: u32 = 1 << 12;
 
 impl<E: ShardExtractor> TabledExtractor<E> {

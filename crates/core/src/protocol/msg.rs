@@ -68,7 +68,7 @@ pub enum Msg {
     },
     /// Protocol option `handoff-ack-via-owner`: a non-owner region sends its BeginHandOffAck
     /// through the region it last forwarded the shard's messages to, so that the ack reaches the
-    /// coordinator only after those messages reached the owner (closes akka-sharding.md §11.3).
+    /// coordinator only after those messages reached the owner (closes docs/akka-reference.md §11.3).
     BeginHandOffAckRelay {
         /// The shard.
         shard: ShardId,

@@ -1,4 +1,4 @@
-//! ShardRegion (akka-sharding.md §5) and its child Shards (§6, in [`super::shard`]).
+//! ShardRegion (docs/akka-reference.md §5) and its child Shards (§6, in [`super::shard`]).
 //!
 //! Sans-IO: call [`Region::handle`] with the current time and one [`Input`], then apply every
 //! [`Output`](crate::protocol::Output) in order. A region runs in hosting mode, or proxy-only
@@ -55,7 +55,7 @@ pub struct Region {
     region_by_shard: ShardMap<RegionRef>,
     /// Boxed: the map's vector spans every shard id up to the highest hosted, and a slot is
     /// large, so a region hosting a few of many shards holds a pointer per other id, not a
-    /// whole Shard (issue 14 item 2).
+    /// whole Shard.
     shards: ShardMap<Box<ShardSlot>>,
     /// The uid of the next Shard actor.
     next_shard_uid: u32,
@@ -615,7 +615,7 @@ impl Region {
     }
 
     /// The rules this region's state keeps after every `handle` (and `request`/`deliver`),
-    /// each true of Akka's ShardRegion (akka-sharding.md, sections cited per rule); the first
+    /// each true of Akka's ShardRegion (docs/akka-reference.md, sections cited per rule); the first
     /// broken one, as data. The O(1) rules always run; the rules that walk the buffers, the
     /// hosted shards or the entities run only with debug assertions (as under `cargo test`),
     /// to keep the simulator's hot path cheap in release builds.

@@ -1,4 +1,4 @@
-//! Settings, with Akka's defaults (akka-sharding.md §9), and the protocol options: named
+//! Settings, with Akka's defaults (docs/akka-reference.md §9), and the protocol options: named
 //! deviations from Akka (fixes for known hazards) and deliberately broken variants that prove
 //! the checkers catch what they claim to.
 
@@ -101,7 +101,7 @@ pub enum RememberStore {
 
 impl Default for Settings {
     fn default() -> Self {
-        // akka-sharding.md §9.1
+        // docs/akka-reference.md §9.1
         Settings {
             retry_interval_ms: 2_000,
             buffer_size: 100_000,
@@ -201,13 +201,12 @@ pub enum Mutation {
     GracefulShutdownWithoutHandOff,
     /// A region that receives `HostShard` discards what it buffered for the shard instead of
     /// delivering it to the Shard (SR:925-934 delivers it): the messages vanish without a
-    /// drop. Issue 17's first example: only the end-of-run accounting sees it (breaks
-    /// message-lost).
+    /// drop. Only the end-of-run accounting sees it (breaks message-lost).
     RegionDiscardsBufferOnHostShard,
     /// The singleton manager of one node (the member with the highest node id in its own
     /// view) orders members by age backwards: as the youngest it takes itself for the
     /// oldest and runs a second coordinator, which no region registers with, so it never
-    /// writes to the journal (issue 17's second example; breaks one-coordinator).
+    /// writes to the journal (breaks one-coordinator).
     SingletonReversedAgeOrder,
     /// A region drops a Shard it acknowledged with `ShardStarted` when `BeginHandOff`
     /// arrives, killing its entities, instead of keeping it until `HandOff` (§5.4); the
@@ -215,7 +214,7 @@ pub enum Mutation {
     RegionForgetsAcknowledgedShard,
     /// The new allocation algorithm (§10.4) computes `optimal` as ⌊N / R⌋ instead of
     /// ⌈N / R⌉: with N not a multiple of R, phase 1 always finds a region above `optimal`, and
-    /// its shard goes to a region of the same size, round after round (issue 17: 8,142 →
+    /// its shard goes to a region of the same size, round after round (8,142 →
     /// 160,000 rebalances in 5,000 schedules; breaks rebalance-quiescence).
     NewAllocationRoundsDown,
     /// The coordinator answers `GetShardHome` with `ShardHome` as soon as it decided the
@@ -236,7 +235,7 @@ pub enum Mutation {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ProtocolOptions {
-    /// Fix for the re-ordering hazard of akka-sharding.md §11.3: a region that last forwarded a
+    /// Fix for the re-ordering hazard of docs/akka-reference.md §11.3: a region that last forwarded a
     /// shard's messages to another region sends its BeginHandOffAck through that region
     /// (`BeginHandOffAckRelay`), so the coordinator sends HandOff only after every message
     /// forwarded before the ack reached the owner. Off = Akka.

@@ -1,4 +1,4 @@
-//! Shard (akka-sharding.md §6): a child actor of its region, with its entities as children.
+//! Shard (docs/akka-reference.md §6): a child actor of its region, with its entities as children.
 //!
 //! Sans-IO like every role, but owned by its [`Region`](super::region::Region): the region
 //! creates it, routes its local messages ([`Local`]) and timers to it, and learns of its

@@ -1,4 +1,4 @@
-//! **Message conservation** (issue 17 item 1), every run: at the end, every user message sent
+//! **Message conservation**, every run: at the end, every user message sent
 //! was delivered, dropped with a named reason, or is still on its way, each exactly once.
 //! The messages on their way are written to the trace ([`TraceEvent::Pending`], one line per
 //! message, just before [`TraceEvent::RunEnd`]), so `check-trace` re-checks the balance from

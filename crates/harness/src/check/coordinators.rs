@@ -1,4 +1,4 @@
-//! **one-coordinator** (issue 17 item 2): among nodes that can reach each other over the
+//! **one-coordinator**: among nodes that can reach each other over the
 //! simulated network, at most one ShardCoordinator runs. Akka's coordinator is a cluster
 //! singleton on the oldest member (§1, CS:795-831; the regions find it by age, §5.1); two run
 //! at once only where Akka documents it:

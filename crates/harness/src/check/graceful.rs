@@ -1,4 +1,4 @@
-//! **graceful-leave-loss** (issue 12 item 6): no loss on a graceful leave. A user message for
+//! **graceful-leave-loss**: no loss on a graceful leave. A user message for
 //! an entity whose node leaves gracefully is delivered by the entity's new home: coordinated
 //! shutdown hands every shard of the region off (§5.5, SR:992-1025) the way a rebalance does
 //! (§7), and the buffering of that hand-off carries the messages over. A graceful leave must

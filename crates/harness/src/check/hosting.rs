@@ -1,4 +1,4 @@
-//! **hosting-ack** (issue 17 item 3): a region that acknowledged a shard with `ShardStarted`
+//! **hosting-ack**: a region that acknowledged a shard with `ShardStarted`
 //! hosts it until the coordinator takes it away with `HandOff` or the region's node goes.
 //! Akka's region answers `HostShard` by starting the Shard and replying `ShardStarted`
 //! (§5.4, SR:925-934), and its Shard stops only on `HandOff` (through the HandOffStopper,

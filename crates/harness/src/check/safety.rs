@@ -53,7 +53,7 @@ impl Pair {
 
 /// Entity ids below this index the pairs' dense rows (a sender's row grows to the highest
 /// such id it sent to: at most 48 KB); higher ids go to the hash table, which holds only the
-/// pairs that exchanged messages (issue 14 item 2).
+/// pairs that exchanged messages.
 const DENSE_PAIR_ENTITIES: u32 = 1 << 10;
 /// Entity ids below this index the live incarnations by vector (at most 96 KB), above in a
 /// table of the entities that ever started.

@@ -1,4 +1,4 @@
-//! Behaviour coverage (issue 15 item 1): what a schedule exercised, as a fixed-size bitmap of
+//! Behaviour coverage: what a schedule exercised, as a fixed-size bitmap of
 //! hashed features, collected by the world when asked ([`super::World::with_coverage`])
 //! without changing the schedule: the collector only reads what the world delivers, sends and
 //! traces, and draws nothing.

@@ -1,4 +1,4 @@
-//! Targeted delays (PCT-style, issue 15 item 3): the network holds back a chosen message kind
+//! Targeted delays (PCT-style): the network holds back a chosen message kind
 //! and/or the messages of one directed node pair for a while.
 //!
 //! A `[[delays]]` entry matches the protocol messages (the names the trace prints, Akka's:

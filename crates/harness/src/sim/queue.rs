@@ -79,7 +79,7 @@ impl<E> EventQueue<E> {
     /// [`EventQueue::push`], always inlined. The world pushes from a dozen call sites on its
     /// hot path, where the compiler would otherwise keep a call (16 instructions of prologue
     /// and epilogue per push). The bare loop keeps [`EventQueue::push`] (the same body, left
-    /// to the compiler's choice) as measured since session 7, so the benchmark's floor is
+    /// to the compiler's choice) as measured before, so the benchmark's floor is
     /// unchanged; `reports/bench.md` says what forcing it there too would do.
     #[inline(always)]
     pub fn push_inlined(&mut self, t: u64, ev: E) {

@@ -14,7 +14,7 @@ struct Sender {
     node: NodeId,
     focus: Vec<EntityId>,
     /// entity → the last seq sent to it: a vector for small ids, a table of the entities
-    /// this sender addressed for the rest (issue 14 item 2).
+    /// this sender addressed for the rest.
     seqs: Dense<u64>,
 }
 
