@@ -34,6 +34,11 @@ use crate::time::{Duration, Instant};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+mod join;
+mod shutdown;
+mod singleton;
+mod stores;
+
 /// Akka's `seed-node-timeout` (5 s).
 pub const SEED_NODE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -52,6 +57,43 @@ pub struct NodeConfig {
     pub membership: MembershipConfig,
     /// Entities in the run (sizes the incarnation table).
     pub entities: u32,
+}
+
+impl NodeConfig {
+    /// A configuration built from its parts, without a scenario file: the region's
+    /// configuration (Akka settings, protocol options, shard extractors, entity factory), the
+    /// membership's, and the number of entities in the run ([`NodeConfig::entities`]).
+    ///
+    /// Every node of a run shares one configuration: wrap it in an [`Arc`] and hand a clone
+    /// to each [`Node::new`]. For the defaults throughout, see [`NodeConfig::default_for`].
+    pub fn new(region: RegionConfig, membership: MembershipConfig, entities: u32) -> Self {
+        NodeConfig {
+            region: Arc::new(region),
+            membership,
+            entities,
+        }
+    }
+
+    /// The defaults throughout, for entity ids `0..entities` spread over `shards` shards:
+    /// [`Settings::default`](crate::protocol::settings::Settings) (Akka's values, with
+    /// Akka.NET's `persistence` state-store mode, so the coordinator writes to the journal;
+    /// remember-entities off),
+    /// [`ProtocolOptions::default`](crate::protocol::settings::ProtocolOptions) (Akka's
+    /// behaviour: no fix, no mutation), the default FNV-1a hash extractor
+    /// ([`HashExtractor`](crate::protocol::entity::HashExtractor), shared by every region),
+    /// [`RecordingFactory`](crate::protocol::entity::RecordingFactory) entities, and
+    /// [`MembershipConfig::default`](MembershipConfig) (no automatic downing, gossip seed 0).
+    pub fn default_for(entities: u32, shards: u32) -> Self {
+        use crate::protocol::entity::{ExtractorKind, Extractors, RecordingFactory};
+        use crate::protocol::settings::{ProtocolOptions, Settings};
+        let region = RegionConfig {
+            settings: Settings::default(),
+            options: ProtocolOptions::default(),
+            extractors: Extractors::new(ExtractorKind::Fnv, shards, entities, 0),
+            factory: Arc::new(RecordingFactory),
+        };
+        NodeConfig::new(region, MembershipConfig::default(), entities)
+    }
 }
 
 /// The timers of one node: its roles', its membership's, and its own.
@@ -698,72 +740,6 @@ impl Node {
         }
     }
 
-    /// A ddata coordinator's state request to the node's replicator, tagged with the
-    /// coordinator's generation (a late answer to an earlier coordinator here is dropped, as
-    /// a reply to a dead actor is).
-    fn coordinator_state_request(&mut self, now: Instant, o: Output, out: &mut impl NodeHost) {
-        let req = u64::from(self.coord_gen);
-        let input = match o {
-            Output::StateRead {
-                additional,
-                timeout,
-            } => ReplInput::Get {
-                req,
-                key: Key::CoordinatorState,
-                consistency: ReadConsistency::Majority { additional },
-                timeout,
-            },
-            Output::StateWrite {
-                state,
-                additional,
-                timeout,
-            } => ReplInput::Update {
-                req,
-                key: Key::CoordinatorState,
-                consistency: WriteConsistency::Majority { additional },
-                timeout,
-                op: UpdateOp::LwwAssign {
-                    value: state,
-                    now_us: now.0,
-                },
-            },
-            // The coordinator's remember store (`DDataRememberEntitiesCoordinatorStore`).
-            Output::RememberedShardsRead {
-                additional,
-                timeout,
-            } => ReplInput::Get {
-                req,
-                key: Key::AllShards,
-                consistency: ReadConsistency::Majority { additional },
-                timeout,
-            },
-            Output::RememberShardAdd {
-                shard,
-                additional,
-                timeout,
-            } => ReplInput::Update {
-                req,
-                key: Key::AllShards,
-                consistency: WriteConsistency::Majority { additional },
-                timeout,
-                op: UpdateOp::GSetAdd(vec![shard.0]),
-            },
-            _ => return,
-        };
-        self.store_input(now, StoreInput::Replicator(input), out);
-    }
-
-    /// The replicator answered the coordinator's read or write `req`.
-    fn coordinator_state_reply(&mut self, req: u64, reply: Input) {
-        let current = self
-            .coordinator
-            .as_ref()
-            .is_some_and(|c| c.is_ddata() && u64::from(self.coord_gen) == req);
-        if current {
-            self.coord_inbox.push(reply);
-        }
-    }
-
     fn set_timer(&mut self, timer: NodeTimer, after: Duration, out: &mut impl NodeHost) {
         self.timer_gen += 1;
         let gen = self.timer_gen;
@@ -884,59 +860,6 @@ impl Node {
         out.observe(obs, incarnation);
     }
 
-    /// `CoordinatedShutdown` for a graceful leave (Akka `reference.conf` phases): first
-    /// `cluster-sharding-shutdown-region` (the region's `GracefulShutdown`, which hands off
-    /// its shards and stops, or gives up after the phase timeout), then `cluster-leave`
-    /// (Leaving), then exiting and removal by the leader.
-    fn coordinated_shutdown(&mut self, now: Instant, out: &mut impl NodeHost) {
-        if self.leaving {
-            return;
-        }
-        self.leaving = true;
-        if self.region.is_some() {
-            self.in_region(now, out, true, |r, o| r.graceful_shutdown(o));
-        } else {
-            self.region_phase_done(now, out);
-        }
-    }
-
-    /// `cluster-sharding-shutdown-region` is done: next `cluster-leave` (Leaving), or, when
-    /// coordinated shutdown started at Exiting, `cluster-exiting` at once.
-    fn region_phase_done(&mut self, now: Instant, out: &mut impl NodeHost) {
-        if self.exiting_first {
-            self.self_exiting(now, out);
-        } else {
-            self.membership_input(now, MInput::Leave, out);
-        }
-    }
-
-    /// The region here stopped: a coordinator here that had not heard it through
-    /// `RegionStopped` (the region was not registered with it) learns it by death watch, which
-    /// for a local actor is immediate (`Terminated`, SC:1316-1327).
-    fn local_region_terminated(
-        &mut self,
-        now: Instant,
-        region: Option<Region>,
-        out: &mut impl NodeHost,
-    ) {
-        let Some(region) = region else { return };
-        let Some(c) = self.coordinator.as_ref().map(Coordinator::addr) else {
-            return;
-        };
-        if region.coordinator() == Some(c) {
-            return; // its postStop's RegionStopped is on its way
-        }
-        let me = region.me();
-        self.coordinator_input(
-            now,
-            Input::Deliver {
-                from: Addr::region(me),
-                msg: Msg::RegionStopped { region: me },
-            },
-            out,
-        );
-    }
-
     fn membership_input(&mut self, now: Instant, input: MInput, out: &mut impl NodeHost) {
         let mut mout = std::mem::take(&mut self.mout);
         self.membership.handle(now, input, &mut mout);
@@ -1001,131 +924,6 @@ impl Node {
         }
     }
 
-    /// Akka's seed-node process (`seed-node-timeout`): a node that no member has welcomed joins
-    /// again through the nodes that are members; when there are none (the whole cluster went
-    /// down), the lowest live node joins itself and the others join it.
-    fn on_join_check(
-        &mut self,
-        now: Instant,
-        members: Vec<NodeAddr>,
-        first_live: Option<NodeAddr>,
-        out: &mut impl NodeHost,
-    ) {
-        if self.membership.status_of_self().is_some() {
-            return; // welcomed
-        }
-        let seeds = if !members.is_empty() {
-            members
-        } else if first_live.map(|a| a.node) == Some(self.me.node) {
-            Vec::new() // join itself: a new cluster
-        } else {
-            first_live.into_iter().collect()
-        };
-        self.timers
-            .retain(|t, _| !matches!(t, NodeTimer::Membership(_)));
-        self.membership = Membership::new(self.me, self.hosting, self.cfg.membership.clone());
-        self.membership.set_app_version(self.app_version);
-        out.output(NodeOutput::JoinAgain(seeds.clone()));
-        self.membership_input(now, MInput::Start { seeds }, out);
-        self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
-    }
-
-    /// One input to the `ddata` stores and their replicator; their outputs go to the timer
-    /// table and the host.
-    fn store_input(&mut self, now: Instant, input: StoreInput, out: &mut impl NodeHost) {
-        let Some(stores) = self.stores.as_mut() else {
-            return;
-        };
-        let mut sout = std::mem::take(&mut self.sout);
-        stores.handle(now, input, &mut sout);
-        for o in sout.drain(..) {
-            match o {
-                StoreOutput::Replicator(ReplOutput::Send { to, msg }) => {
-                    out.output(NodeOutput::SendRepl {
-                        to,
-                        msg: Box::new(msg),
-                    })
-                }
-                StoreOutput::Replicator(ReplOutput::SetTimer { timer, after }) => {
-                    self.set_timer(NodeTimer::Repl(timer), after, out)
-                }
-                StoreOutput::Replicator(ReplOutput::CancelTimer(timer)) => {
-                    self.timers.remove(&NodeTimer::Repl(timer));
-                }
-                StoreOutput::Replicator(ReplOutput::Durable { key, data }) => {
-                    out.output(NodeOutput::Durable { key, data })
-                }
-                // The coordinator register's answers; the stores' own go to them.
-                StoreOutput::Replicator(ReplOutput::GetResponse {
-                    req,
-                    key: Key::CoordinatorState,
-                    result,
-                }) => {
-                    let r = match result {
-                        GetResult::Success(Data::Lww(reg)) => {
-                            StateReadResult::Found(Box::new(reg.value))
-                        }
-                        GetResult::Success(_) | GetResult::NotFound => StateReadResult::NotFound,
-                        GetResult::Failure => StateReadResult::Failure,
-                    };
-                    self.coordinator_state_reply(req, Input::StateRead(r));
-                }
-                StoreOutput::Replicator(ReplOutput::UpdateResponse {
-                    req,
-                    key: Key::CoordinatorState,
-                    result,
-                }) => {
-                    let r = match result {
-                        UpdateResult::Success => StateWriteResult::Success,
-                        UpdateResult::Timeout => StateWriteResult::Timeout,
-                        UpdateResult::ModifyFailure => StateWriteResult::ModifyFailure,
-                    };
-                    self.coordinator_state_reply(req, Input::StateWritten(r));
-                }
-                StoreOutput::Replicator(ReplOutput::GetResponse {
-                    req,
-                    key: Key::AllShards,
-                    result,
-                }) => {
-                    let ids = match result {
-                        GetResult::Success(d) => {
-                            Some(d.elements().into_iter().map(ShardId).collect())
-                        }
-                        GetResult::NotFound => Some(Vec::new()),
-                        GetResult::Failure => None,
-                    };
-                    self.coordinator_state_reply(req, Input::RememberedShards(ids));
-                }
-                StoreOutput::Replicator(ReplOutput::UpdateResponse {
-                    req,
-                    key: Key::AllShards,
-                    result,
-                }) => {
-                    let ok = result == UpdateResult::Success;
-                    self.coordinator_state_reply(req, Input::RememberShardAdded(ok));
-                }
-                StoreOutput::Replicator(_) => {}
-                StoreOutput::Reply(reply) => {
-                    out.output(NodeOutput::StoreReplyLocal(Box::new(reply)))
-                }
-                StoreOutput::Written {
-                    shard,
-                    started,
-                    stopped,
-                } => out.output(NodeOutput::StoreWritten {
-                    shard,
-                    started,
-                    stopped,
-                }),
-                StoreOutput::Read { shard, entities } => {
-                    out.output(NodeOutput::StoreRead { shard, entities })
-                }
-            }
-        }
-        self.sout = sout;
-        self.drain_coord_inbox(now, out);
-    }
-
     /// This node's member view changed: tell its coordinator and region, then re-decide where
     /// the singleton runs.
     fn on_view(&mut self, now: Instant, members: Vec<Member>, out: &mut impl NodeHost) {
@@ -1176,385 +974,6 @@ impl Node {
     }
 
     /// ClusterSingletonManager, from this node's own view. The oldest is the oldest hosting
-    /// member that is Up or Leaving, or Down but not yet removed (Akka's `OldestChangedBuffer`
-    /// drops a member when it is Exiting or removed; a Down one leaves only on removal, then
-    /// the new oldest takes over). The coordinator runs here while this node is that oldest
-    /// (and, for a start, Up or Leaving: Akka's manager does not look at its own status). When the members older than this node are all Exiting, they
-    /// hand the singleton over: this node asks the previous oldest with `HandOverToMe` and
-    /// starts the coordinator when it has answered `HandOverDone` (or has been removed).
-    fn singleton_check(&mut self, now: Instant, out: &mut impl NodeHost) {
-        if !self.hosting || self.stopped {
-            return;
-        }
-        let (node, inc) = (self.me.node, self.me.inc);
-        let me = self
-            .view
-            .iter()
-            .find(|m| m.node == node && m.inc == inc)
-            .copied();
-        let Some(me) = me else {
-            if self.coordinator.is_some() {
-                self.stop_coordinator(now, "no longer a member", out);
-            }
-            return;
-        };
-        // `Member.ageOrdering` (lower up-number is older). The pre-fix Akka.NET manager (§12 B7)
-        // ordered by `MemberAgeOrdering.DescendingWithAppVersion`: the highest app version
-        // first, however young, while the regions locate the coordinator by age.
-        let by_version = self.cfg.region.options.singleton_prefers_newest_app_version;
-        // (Its `OldestChangedBuffer` holds members from `MemberUp` on: a Joining one is not
-        // ahead.)
-        // Mutation `singleton-reversed-age-order`: the node with the highest id in its view
-        // orders by age backwards.
-        let reversed = self.cfg.region.options.mutation
-            == crate::protocol::settings::Mutation::SingletonReversedAgeOrder
-            && self.view.iter().map(|m| m.node).max() == Some(node);
-        let ahead = |m: &Member| {
-            if reversed {
-                m.up_number > me.up_number
-            } else if by_version && m.app_version != me.app_version {
-                m.app_version > me.app_version && m.status != MemberStatus::Joining
-            } else {
-                m.up_number < me.up_number
-            }
-        };
-        let older: Vec<Member> = self
-            .view
-            .iter()
-            .filter(|m| m.hosting && (m.node, m.inc) != (node, inc) && ahead(m))
-            .copied()
-            .collect();
-        let oldest = older.iter().all(|m| m.status == MemberStatus::Exiting);
-        if self.coordinator.is_some() {
-            // The running coordinator stays through Leaving and Exiting until it is handed
-            // over. A member older than this one (a view that merged) makes this node
-            // `WasOldest`: the new oldest answers its `TakeOverFromMe` with `HandOverToMe`,
-            // and the singleton gets its termination message, `Terminate`, as on a leave
-            // (ClusterSingletonManager `WasOldest`, `gotoHandingOver`); with the local region
-            // alive Akka's `terminate()` shuts it down too (§12 B11).
-            if !oldest && self.handing_over_to.is_none() {
-                let new_oldest = older
-                    .iter()
-                    .filter(|m| m.status != MemberStatus::Exiting)
-                    .min_by_key(|m| (m.up_number, m.node))
-                    .map(|m| Addr {
-                        node: m.node,
-                        inc: m.inc,
-                        role: Role::SingletonManager,
-                    });
-                match new_oldest {
-                    Some(to) if !self.cfg.region.options.coordinator_stops_during_write => {
-                        self.handing_over_to = Some(to);
-                        self.coordinator_input(now, Input::Terminate, out);
-                    }
-                    _ => self.stop_coordinator(now, "no longer the oldest member", out),
-                }
-            }
-            return;
-        }
-        if self.exiting {
-            // `SelfExiting` (the `cluster-exiting` phase) removes this node from the
-            // OldestChangedBuffer. Before it, a node whose coordinated shutdown runs is a
-            // candidate like any other: Akka's singleton manager takes over (and the back-off
-            // supervisor restarts a failed coordinator) whatever the node's own status.
-            return;
-        }
-        // The previous oldest, if it is still Exiting and has not handed over yet: Akka asks
-        // `previousOldest.head`, the member that was the oldest before this one; an older
-        // member that never was (it left together with the oldest) ignores `HandOverToMe` and
-        // is waited out by its removal.
-        let previous = older
-            .iter()
-            .filter(|m| m.status == MemberStatus::Exiting)
-            .min_by_key(|m| (m.up_number, m.node))
-            .map(|m| NodeAddr {
-                node: m.node,
-                inc: m.inc,
-            });
-        self.hand_over_from = previous.filter(|a| !self.hand_over_done.contains(a));
-        let member = matches!(me.status, MemberStatus::Up | MemberStatus::Leaving);
-        let should_run = oldest && member && self.hand_over_from.is_none();
-        if oldest && member && self.hand_over_from.is_some() {
-            // BecomingOldest: ask the previous oldest for the singleton.
-            if !self.timers.contains_key(&NodeTimer::HandOverRetry) {
-                self.ask_hand_over(now, out);
-            }
-            return;
-        }
-        if self.coordinator.is_some() || !should_run {
-            return;
-        }
-        if now.0 < self.coord_backoff_until {
-            let after = Duration(self.coord_backoff_until - now.0);
-            self.set_timer(NodeTimer::SingletonCheck, after, out);
-            return;
-        }
-        // Recovery reads the journal over the network.
-        let settings = &self.cfg.region.settings;
-        let mut strategy = Box::new(LeastShardAllocationStrategy::new(
-            settings.least_shard_allocation_strategy.clone(),
-        ));
-        strategy.prefers_newest_app_version =
-            !self.cfg.region.options.rebalance_during_rolling_update;
-        strategy.optimal_rounds_down =
-            self.cfg.region.options.mutation == Mutation::NewAllocationRoundsDown;
-        if settings.state_store_mode == StateStoreMode::Ddata {
-            // DDataShardCoordinator: starts at once and reads its state from the replicator.
-            let mut o = std::mem::take(&mut self.out);
-            let c = Coordinator::start_ddata(
-                Addr {
-                    node,
-                    inc,
-                    role: Role::Coordinator,
-                },
-                settings.clone(),
-                self.cfg.region.options.clone(),
-                strategy,
-                &mut o,
-            );
-            self.coordinator = Some(c);
-            self.coord_gen += 1;
-            out.output(NodeOutput::CoordinatorStarted {
-                generation: self.coord_gen,
-                replayed: 0,
-            });
-            let busy = std::mem::replace(&mut self.coord_busy, true);
-            self.apply(now, Role::Coordinator, &mut o, out);
-            self.restore_outbox(o);
-            self.coord_busy = busy;
-            let view = self.view.clone();
-            self.coordinator_input(now, Input::MembersChanged(view), out);
-            return;
-        }
-        let mut o = std::mem::take(&mut self.out);
-        let recovered = out.journal().map(|journal| {
-            let c = Coordinator::recover(
-                Addr {
-                    node,
-                    inc,
-                    role: Role::Coordinator,
-                },
-                settings.clone(),
-                self.cfg.region.options.clone(),
-                strategy,
-                journal,
-                &mut o,
-            );
-            (c, journal.len())
-        });
-        match recovered {
-            None => {
-                self.restore_outbox(o);
-                self.recovery_failed(now, "journal unreachable".to_string(), out);
-            }
-            Some((Ok(c), replayed)) => {
-                self.coordinator = Some(c);
-                self.coord_gen += 1;
-                out.output(NodeOutput::CoordinatorStarted {
-                    generation: self.coord_gen,
-                    replayed,
-                });
-                self.apply(now, Role::Coordinator, &mut o, out);
-                self.restore_outbox(o);
-                let view = self.view.clone();
-                self.coordinator_input(now, Input::MembersChanged(view), out);
-                self.tell_unreachable(now, true, out);
-            }
-            Some((Err(e), _)) => {
-                o.0.clear();
-                self.restore_outbox(o);
-                // Akka: recovery failure stops the coordinator; the back-off supervisor retries.
-                self.recovery_failed(now, e.0, out);
-            }
-        }
-    }
-
-    /// `HandOverToMe` to the previous oldest while it has not answered, again after
-    /// `hand-over-retry-interval` while this node is still becoming the oldest.
-    fn ask_hand_over(&mut self, _now: Instant, out: &mut impl NodeHost) {
-        let Some(p) = self.hand_over_from else {
-            return;
-        };
-        if self.coordinator.is_some() || self.stopped {
-            return;
-        }
-        out.output(NodeOutput::Send {
-            from: Role::SingletonManager,
-            to: Addr {
-                node: p.node,
-                inc: p.inc,
-                role: Role::SingletonManager,
-            },
-            msg: Msg::HandOverToMe,
-        });
-        self.set_timer(NodeTimer::HandOverRetry, HAND_OVER_RETRY, out);
-    }
-
-    /// A message between singleton managers (ClusterSingletonManager `Oldest`/`WasOldest`/
-    /// `HandingOver` and `BecomingOldest`).
-    fn singleton_msg(&mut self, now: Instant, from: Addr, msg: Msg, out: &mut impl NodeHost) {
-        let peer = NodeAddr {
-            node: from.node,
-            inc: from.inc,
-        };
-        match msg {
-            Msg::HandOverToMe => {
-                if self.handing_over_to.is_some() {
-                    // HandingOver: a retry.
-                    out.output(NodeOutput::Send {
-                        from: Role::SingletonManager,
-                        to: from,
-                        msg: Msg::HandOverInProgress,
-                    });
-                    return;
-                }
-                self.handing_over_to = Some(from);
-                // `gotoHandingOver`: the coordinator gets its termination message, `Terminate`,
-                // which waits behind a write in flight and what was stashed before it (the fix
-                // of §12 B5); its stop then completes the hand-over (`apply`). Pre-fix: a
-                // `PoisonPill`, the coordinator stops at once.
-                if self.coordinator.is_none()
-                    || self.cfg.region.options.coordinator_stops_during_write
-                {
-                    self.finish_hand_over(now, out);
-                } else {
-                    self.coordinator_input(now, Input::Terminate, out);
-                }
-            }
-            Msg::HandOverInProgress => {}
-            Msg::HandOverDone if self.hand_over_from == Some(peer) => {
-                self.hand_over_done.insert(peer);
-                self.singleton_check(now, out);
-            }
-            _ => {}
-        }
-    }
-
-    /// The coordinator here has stopped (or never ran): `HandOverDone` to the new oldest,
-    /// then, if this node is Exiting, the `cluster-exiting` phase is done.
-    fn finish_hand_over(&mut self, now: Instant, out: &mut impl NodeHost) {
-        let Some(to) = self.handing_over_to else {
-            return;
-        };
-        self.stop_coordinator(now, "handed over to the new oldest", out);
-        out.output(NodeOutput::Send {
-            from: Role::SingletonManager,
-            to,
-            msg: Msg::HandOverDone,
-        });
-        if self.exiting {
-            self.exiting_completed(now, out);
-        }
-    }
-
-    /// The membership says this node is Exiting: coordinated shutdown's `cluster-exiting`
-    /// phase. With the coordinator here it waits for the new oldest's `HandOverToMe` (up to
-    /// the phase timeout, 10 s); otherwise it is done at once.
-    fn self_exiting(&mut self, now: Instant, out: &mut impl NodeHost) {
-        self.exiting = true;
-        match (self.coordinator.is_some(), self.handing_over_to.is_some()) {
-            // Oldest: wait for the new oldest's HandOverToMe.
-            (true, false) => self.set_timer(NodeTimer::ExitingTimeout, EXITING_TIMEOUT, out),
-            // Handing over, the coordinator still stopping (a write in flight, or its local
-            // region's termination): `finish_hand_over` completes, within the phase timeout.
-            (true, true) => self.set_timer(NodeTimer::ExitingTimeout, EXITING_TIMEOUT, out),
-            // No singleton here, or it was handed over already.
-            (false, _) => self.exiting_completed(now, out),
-        }
-    }
-
-    /// `cluster-exiting-done`: confirm to the leader, and stop.
-    fn exiting_completed(&mut self, now: Instant, out: &mut impl NodeHost) {
-        self.timers.remove(&NodeTimer::ExitingTimeout);
-        self.membership_input(now, MInput::ExitingCompleted, out);
-    }
-
-    fn recovery_failed(&mut self, now: Instant, reason: String, out: &mut impl NodeHost) {
-        out.output(NodeOutput::RecoveryFailed { reason });
-        self.back_off_singleton(now, out);
-    }
-
-    /// The singleton's back-off supervisor (`coordinator-failure-backoff`): no coordinator here
-    /// before the back-off ends, then check again.
-    fn back_off_singleton(&mut self, now: Instant, out: &mut impl NodeHost) {
-        let backoff = self.cfg.region.settings.coordinator_failure_backoff_ms * 1000;
-        self.coord_backoff_until = now.0 + backoff;
-        self.set_timer(NodeTimer::SingletonCheck, Duration(backoff), out);
-    }
-
-    /// Stop the coordinator here; every region learns through death watch.
-    fn stop_coordinator(&mut self, now: Instant, reason: &'static str, out: &mut impl NodeHost) {
-        if self.coordinator.take().is_none() {
-            return;
-        }
-        self.coord_inbox.clear();
-        self.timers
-            .retain(|t, _| !matches!(t, NodeTimer::Role(t) if t.role() == Role::Coordinator));
-        out.output(NodeOutput::CoordinatorStopped { reason });
-        out.output(NodeOutput::CoordinatorTerminated);
-        self.back_off_singleton(now, out);
-    }
-
-    /// The cluster of this node shuts down (it was downed, or removed after leaving). Akka
-    /// publishes `ClusterShuttingDown` and then `MemberRemoved` for every other member; since
-    /// 2.4.0 the coordinator ignores everything after the first (`shuttingDown`, SC:1104-1108,
-    /// akka#17200), so here it hears nothing more and stops with the node. With the pre-fix
-    /// option `coordinator-persists-shutdown-removals` (§12 B2) a coordinator still running
-    /// takes those removals as its regions' `Terminated` and persists `ShardRegionTerminated`
-    /// for a region that lives on: its first write leaves for the journal before the node stops
-    /// (the later ones would wait behind it, and the node is gone by then).
-    fn final_member_removals(&mut self, now: Instant, out: &mut impl NodeHost) {
-        if !self
-            .cfg
-            .region
-            .options
-            .coordinator_persists_shutdown_removals
-            || self.coordinator.is_none()
-        {
-            return;
-        }
-        let (node, inc) = (self.me.node, self.me.inc);
-        let view: Vec<Member> = self
-            .view
-            .iter()
-            .map(|m| {
-                let mut m = *m;
-                if (m.node, m.inc) != (node, inc) {
-                    m.status = MemberStatus::Removed;
-                }
-                m
-            })
-            .collect();
-        self.coordinator_input(now, Input::MembersChanged(view), out);
-    }
-
-    /// The node stops: crash, or shutdown after being downed, removed or leaving. Messages
-    /// buffered in its region are lost.
-    fn shutdown(&mut self, reason: String, out: &mut impl NodeHost) {
-        if self.stopped {
-            return;
-        }
-        if let Some(r) = self.region.as_ref() {
-            for env in r.all_buffered_messages() {
-                out.output(NodeOutput::Observe {
-                    obs: Observation::Dropped {
-                        env,
-                        reason: DropReason::NodeDown,
-                    },
-                    incarnation: 0,
-                });
-            }
-        }
-        self.stopped = true;
-        self.stopped_region_high_water = self.buffer_high_water();
-        self.region = None;
-        self.stores = None;
-        self.coordinator = None;
-        self.view.clear();
-        self.timers.clear();
-        out.output(NodeOutput::Shutdown { reason });
-    }
-
     /// User messages buffered in this node's region and its Shards.
     pub fn buffered_user_messages(&self) -> u64 {
         self.region
