@@ -181,11 +181,24 @@ pub fn reclassify(sc: &Scenario, sum: &mut Summary) {
             classify_known(&known, f, run);
         }
     }
-    sum.expected_found = sum
-        .failures
-        .iter()
-        .filter(|f| f.is_expected(expected))
-        .count() as u64;
+    sum.recount_expected(expected);
+}
+
+/// Judge a kept campaign's stored classification against the scenario's declaration as it is
+/// now, running nothing: the expected count is recounted, and a failure classified as a known
+/// hazard the file no longer declares counts as unexpected (until [`reclassify`] runs it).
+pub fn rejudge_stored(sc: &Scenario, sum: &mut Summary) {
+    let expected = sc.expect.outcome;
+    for f in &mut sum.failures {
+        let declared = f
+            .known
+            .as_deref()
+            .is_some_and(|k| sc.expect.known.iter().any(|d| d.name == k));
+        if !declared {
+            f.known = None;
+        }
+    }
+    sum.recount_expected(expected);
 }
 
 /// A campaign's verdict against its scenario's declaration, as `fuzz` prints it: `Ok(lines)`
@@ -200,7 +213,7 @@ pub fn judge(
     until_failure: bool,
 ) -> Result<Vec<String>, String> {
     let expected = sc.expect.outcome;
-    let unexpected = sum.unexpected(expected).count();
+    let unexpected = sum.unexpected_count(expected);
     if unexpected > 0 {
         return Err(format!(
             "{unexpected} schedules failed in a way the scenario does not expect"
@@ -289,7 +302,25 @@ pub struct Summary {
     pub failures: Vec<Failure>,
     /// Schedules whose violation was the expected one.
     pub expected_found: u64,
+    /// Expected failures left out of `failures` by [`Summary::compact`], counted per
+    /// invariant: a kept campaign of 100,000 seeds lists the first [`KEEP_EXPECTED`] seeds of
+    /// its declared outcome and counts the rest here. Empty for a summary nobody compacted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elided: Vec<Elided>,
 }
+
+/// Expected failures a compacted summary counts but no longer lists ([`Summary::compact`]).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Serialize)]
+pub struct Elided {
+    /// The invariant they broke (the scenario's declared outcome when they were compacted).
+    pub invariant: Outcome,
+    /// How many failures of it are not listed.
+    pub count: u64,
+}
+
+/// How many seeds of the expected outcome a compacted summary still lists ([`Summary::compact`]):
+/// enough to replay, shrink and explain, never the whole campaign.
+pub const KEEP_EXPECTED: usize = 20;
 
 /// Progress callback: called with the number of schedules done so far.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
@@ -618,11 +649,76 @@ pub fn add(acc: &mut Stats, s: &Stats) {
 
 impl Summary {
     /// Failures that the scenario did not declare, neither as its outcome nor as a known
-    /// hazard (every determinism failure is one).
+    /// hazard (every determinism failure is one). Listed failures only: see
+    /// [`Summary::unexpected_count`] for a compacted summary.
     pub fn unexpected(&self, expected: Outcome) -> impl Iterator<Item = &Failure> {
         self.failures
             .iter()
             .filter(move |f| !f.is_expected(expected) && !f.is_known())
+    }
+
+    /// How many failures the scenario did not declare, counting the elided ones of another
+    /// invariant than `expected` (a declaration that changed since the summary was compacted:
+    /// their seeds are gone, so the campaign has to run again to classify them).
+    pub fn unexpected_count(&self, expected: Outcome) -> u64 {
+        self.unexpected(expected).count() as u64
+            + self
+                .elided
+                .iter()
+                .filter(|e| e.invariant != expected)
+                .map(|e| e.count)
+                .sum::<u64>()
+    }
+
+    /// Elided failures of `invariant`.
+    pub fn elided_of(&self, invariant: Outcome) -> u64 {
+        self.elided
+            .iter()
+            .filter(|e| e.invariant == invariant)
+            .map(|e| e.count)
+            .sum()
+    }
+
+    /// Failure records in all, listed and elided.
+    pub fn failure_count(&self) -> u64 {
+        self.failures.len() as u64 + self.elided.iter().map(|e| e.count).sum::<u64>()
+    }
+
+    /// Recount `expected_found` against `expected`: the listed failures of it and the elided
+    /// ones of the same invariant.
+    pub fn recount_expected(&mut self, expected: Outcome) {
+        self.expected_found = self
+            .failures
+            .iter()
+            .filter(|f| f.is_expected(expected))
+            .count() as u64
+            + self.elided_of(expected);
+    }
+
+    /// Keep what a reader needs and count the rest: every failure that is not the declared
+    /// outcome `expected` (unexpected ones, known hazards, determinism failures) stays listed,
+    /// and so do the first `keep` seeds of the expected outcome; the other expected failures
+    /// only add to [`Summary::elided`]. Counts, rates and verdicts are unchanged
+    /// ([`judge`] reads `expected_found`), and compacting a compacted summary again, or the
+    /// merge of compacted slices, gives what compacting the whole once gives.
+    pub fn compact(&mut self, expected: Outcome, keep: usize) {
+        let mut kept = 0usize;
+        let mut dropped = 0u64;
+        self.failures.retain(|f| {
+            if !f.is_expected(expected) || f.is_known() {
+                return true;
+            }
+            kept += 1;
+            if kept <= keep {
+                true
+            } else {
+                dropped += 1;
+                false
+            }
+        });
+        if dropped > 0 {
+            add_elided(&mut self.elided, expected, dropped);
+        }
     }
 
     /// One past the last seed.
@@ -970,10 +1066,21 @@ pub fn merge(inputs: &[(PathBuf, Summary)]) -> Result<Summary, InputError> {
         add(&mut out.totals, &s.totals);
         out.expected_found += s.expected_found;
         out.failures.extend(s.failures.iter().cloned());
+        for e in &s.elided {
+            add_elided(&mut out.elided, e.invariant, e.count);
+        }
     }
     // Stable: failures of one seed keep their order (violation before determinism).
     out.failures.sort_by_key(|f| f.seed);
     Ok(out)
+}
+
+/// Count `count` more elided failures of `invariant`.
+fn add_elided(elided: &mut Vec<Elided>, invariant: Outcome, count: u64) {
+    match elided.iter_mut().find(|e| e.invariant == invariant) {
+        Some(e) => e.count += count,
+        None => elided.push(Elided { invariant, count }),
+    }
 }
 
 /// One line of the failing-seed corpus (`tests/corpus.jsonl`).

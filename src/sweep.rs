@@ -1,15 +1,17 @@
 //! `shardsim sweep`: every scenario file at campaign scale, judged against its declaration.
-//! Each file runs `schedules` seeds from 0 (`slow_schedules` when the file
-//! is slow: its first [`PROBE`] seeds average more than `slow_after_events` events per
-//! schedule, a count, so the plan is the same on any machine under any load), on all the jobs
-//! given, with the same verdict as `fuzz` ([`campaign::judge`]). Each file's result is written
-//! atomically as it finishes (`<summaries>/<file path with / as __>.json`), and a later sweep
-//! with the same plan reuses it, so a sweep of many CPU-hours can be stopped and resumed. The
-//! Markdown report lists, per file, the seeds run, each outcome's count (clean schedules, the
-//! expected outcome, every known hazard, anything unexpected), the protocol options on and the
-//! verdict.
+//! Each file runs `schedules` seeds from 0 (`slow_schedules` when the file is slow: its first
+//! [`PROBE`] seeds average more than `slow_after_events` events per schedule, a count, so the
+//! plan is the same on any machine under any load), on all the jobs given, with the same
+//! verdict as `fuzz` ([`campaign::judge`]). Each file's result is written atomically as it
+//! finishes (`<summaries>/<file path with / as __>.json`), and a later sweep with the same plan
+//! reuses it, so a sweep of many CPU-hours can be stopped and resumed. A kept result is
+//! compacted ([`Summary::compact`]): it lists every failure that is not the file's declared
+//! outcome and the first [`KEEP_EXPECTED`] seeds of that outcome, and counts the rest, so a
+//! result of 100,000 seeds stays a few kilobytes. The Markdown report lists, per file, the
+//! seeds run, each outcome's count (clean schedules, the expected outcome, every known hazard,
+//! anything unexpected), the protocol options on and the verdict.
 
-use crate::campaign::{self, write_atomic, Summary};
+use crate::campaign::{self, write_atomic, Summary, KEEP_EXPECTED};
 use serde::{Deserialize, Serialize};
 use shardsim_harness::options::OptionsByName;
 use shardsim_harness::scenario::{Outcome, Scenario};
@@ -88,7 +90,21 @@ impl Entry {
     pub fn counts(&self, expected: Outcome) -> BTreeMap<String, u64> {
         let s = &self.summary;
         let mut m = BTreeMap::new();
-        m.insert("clean".to_string(), s.schedules - s.failures.len() as u64);
+        m.insert(
+            "clean".to_string(),
+            s.schedules.saturating_sub(s.failure_count()),
+        );
+        for e in &s.elided {
+            let label = if e.invariant == expected {
+                format!("expected {}", e.invariant.name())
+            } else {
+                format!(
+                    "UNEXPECTED {} (counted, not listed: run again)",
+                    e.invariant.name()
+                )
+            };
+            *m.entry(label).or_default() += e.count;
+        }
         for f in &s.failures {
             let label = if f.is_expected(expected) {
                 format!("expected {}", f.label())
@@ -116,7 +132,8 @@ pub fn entry_path(dir: &Path, file: &str) -> PathBuf {
 /// A kept result, if it answers the same plan with the same model: same scenario name and
 /// behaviour, the seed count this plan gives the file, and the same [`fingerprint`]. Its
 /// failures are classified and judged again against the file's declaration as it is now
-/// ([`campaign::reclassify`]), so editing `[expect]` or `[[expect.known]]` needs no re-run.
+/// ([`campaign::reclassify`]), so editing `[expect]` or `[[expect.known]]` needs no re-run,
+/// and kept again, compacted, when that changed it.
 pub fn reuse(
     dir: &Path,
     file: &str,
@@ -124,12 +141,22 @@ pub fn reuse(
     plan: &Plan,
     fingerprint: &str,
 ) -> Option<Entry> {
-    let mut e = kept(&entry_path(dir, file), sc, fingerprint)?;
+    let path = entry_path(dir, file);
+    let mut e = kept(&path, sc, fingerprint)?;
     if e.summary.schedules != planned(plan, e.slow) {
         return None;
     }
+    let before = e.clone();
     campaign::reclassify(sc, &mut e.summary);
     e.verdict = campaign::judge(sc, &e.summary, e.summary.schedules, false);
+    e.summary.compact(sc.expect.outcome, KEEP_EXPECTED);
+    if e != before {
+        // Kept as classified now, so `--report-only` shows it; a failed write only means the
+        // next sweep classifies it again.
+        if let Ok(json) = to_json(&e) {
+            let _ = write_atomic(&path, &json);
+        }
+    }
     Some(e)
 }
 
@@ -153,6 +180,55 @@ pub fn planned(plan: &Plan, slow: bool) -> u64 {
     }
 }
 
+/// A kept whole or partial result of `file` for this scenario (name and behaviour, seeds
+/// from 0), whatever model wrote it, judged against the file's declaration as it is now from
+/// its stored classification ([`campaign::rejudge_stored`]): nothing runs. What `sweep
+/// --report-only` shows; [`fingerprint`] tells whether the model that wrote it is this one.
+pub fn read_kept(dir: &Path, file: &str, sc: &Scenario, plan: &Plan) -> Option<Entry> {
+    let whole = read(&entry_path(dir, file), sc).filter(|e| e.is_done(plan));
+    let mut e = whole.or_else(|| {
+        read(&partial_path(dir, file), sc).filter(|e| e.summary.schedules < planned(plan, e.slow))
+    })?;
+    if e.is_done(plan) {
+        campaign::rejudge_stored(sc, &mut e.summary);
+        e.verdict = campaign::judge(sc, &e.summary, e.summary.schedules, false);
+    }
+    Some(e)
+}
+
+/// Rewrite `file`'s kept whole result in the compact form ([`Summary::compact`]), running
+/// nothing: `Ok(Some((before, after)))` in bytes, `Ok(None)` when there is no kept result of
+/// this scenario.
+pub fn compact_kept(dir: &Path, file: &str, sc: &Scenario) -> Result<Option<(u64, u64)>, String> {
+    let path = entry_path(dir, file);
+    let Some(mut e) = read(&path, sc) else {
+        return Ok(None);
+    };
+    let before = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    e.summary.compact(sc.expect.outcome, KEEP_EXPECTED);
+    let json = to_json(&e)?;
+    write_atomic(&path, &json).map_err(|x| format!("{}: {x}", path.display()))?;
+    Ok(Some((before, json.len() as u64)))
+}
+
+/// A kept result's JSON, as a sweep writes it.
+fn to_json(e: &Entry) -> Result<Vec<u8>, String> {
+    let mut json = serde_json::to_vec_pretty(e).map_err(|x| x.to_string())?;
+    json.push(b'\n');
+    Ok(json)
+}
+
+/// The result kept at `path`, if it is of this scenario (name and behaviour), with seeds
+/// from 0.
+fn read(path: &Path, sc: &Scenario) -> Option<Entry> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let e: Entry = serde_json::from_str(&text).ok()?;
+    let same = e.summary.scenario == sc.name
+        && e.summary.behaviour == sc.options.behaviour()
+        && e.summary.seed_start == 0;
+    same.then_some(e)
+}
+
 /// A stopped file's partial result, if it belongs to the same campaign: same scenario name,
 /// behaviour and [`fingerprint`], seeds from 0, fewer than the plan gives it.
 pub fn resume(
@@ -169,13 +245,7 @@ pub fn resume(
 /// The result kept at `path`, if it is of this scenario (name and behaviour) and model
 /// ([`fingerprint`]), with seeds from 0.
 fn kept(path: &Path, sc: &Scenario, fingerprint: &str) -> Option<Entry> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let e: Entry = serde_json::from_str(&text).ok()?;
-    let same = e.summary.scenario == sc.name
-        && e.summary.behaviour == sc.options.behaviour()
-        && e.summary.seed_start == 0
-        && e.fingerprint == fingerprint;
-    same.then_some(e)
+    read(path, sc).filter(|e| e.fingerprint == fingerprint)
 }
 
 /// Run one file by the plan and keep the result (the caller asked [`reuse`] first, with the
@@ -220,9 +290,10 @@ pub fn sweep_file(
     let part = n.div_ceil(PARTS).max(1);
     std::fs::create_dir_all(&plan.summaries)
         .map_err(|x| format!("{}: {x}", plan.summaries.display()))?;
-    let keep = |e: &Entry, out: &Path| -> Result<(), String> {
-        let json = serde_json::to_vec_pretty(e).map_err(|x| x.to_string())?;
-        write_atomic(out, &json).map_err(|x| format!("{}: {x}", out.display()))
+    let expected = sc.expect.outcome;
+    let keep = |e: &mut Entry, out: &Path| -> Result<(), String> {
+        e.summary.compact(expected, KEEP_EXPECTED);
+        write_atomic(out, &to_json(e)?).map_err(|x| format!("{}: {x}", out.display()))
     };
     let partial = partial_path(&plan.summaries, &file);
     while e.summary.schedules < n {
@@ -241,20 +312,31 @@ pub fn sweep_file(
         e.jobs = plan.jobs;
         if e.summary.schedules < n {
             e.verdict = Err(format!("in progress: {} of {n} seeds", e.summary.schedules));
-            keep(&e, &partial)?;
+            keep(&mut e, &partial)?;
         }
     }
     e.verdict = campaign::judge(&sc, &e.summary, n, false);
-    keep(&e, &entry_path(&plan.summaries, &file))?;
+    keep(&mut e, &entry_path(&plan.summaries, &file))?;
     // The whole result is kept: the partial one is no longer needed (a leftover would only
     // be ignored, as its seed count is the plan's).
     let _ = std::fs::remove_file(&partial);
     Ok(e)
 }
 
+/// Which model the rows of a [`report`] are known to be from.
+#[derive(Clone, Debug)]
+pub enum Model {
+    /// A sweep: every row was reused or run with this binary's fingerprint.
+    Current,
+    /// `--report-only`: kept results as they are, fingerprints not checked.
+    Unchecked,
+    /// `--report-only --check-fingerprint`: these files' kept results are another model's.
+    Checked(std::collections::BTreeSet<PathBuf>),
+}
+
 /// The report: one row per file (`None`: not run yet; a partial result: in progress), then
 /// the plan and the totals.
-pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> String {
+pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan, model: &Model) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Every scenario file at campaign scale\n");
     let _ = writeln!(
@@ -265,8 +347,23 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
          `[expect]` outcome, rate band and `[[expect.known]]` hazards. Counts are schedules; \
          `known X (inv)` is a known hazard whose seeds are clean with its fix option on. A \
          file's kept result is reused only while its seeds 0-2 keep their trace hashes (the \
-         model's fingerprint), so every row is the current model's.\n",
+         model's fingerprint).\n",
         plan.schedules, plan.slow_schedules, plan.slow_after_events
+    );
+    let _ = writeln!(
+        s,
+        "{}\n",
+        match model {
+            Model::Current => "Every row is the current model's.",
+            Model::Unchecked =>
+                "Written from the kept results alone (`--report-only`): the model's fingerprint \
+                 was not checked, so a row may be an earlier model's (`--check-fingerprint` \
+                 marks those).",
+            Model::Checked(_) =>
+                "Written from the kept results alone (`--report-only --check-fingerprint`): a \
+                 row marked *another model* was kept by a binary whose seeds 0-2 trace \
+                 differently, and runs again at the next sweep.",
+        }
     );
     let _ = writeln!(
         s,
@@ -290,8 +387,7 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
             );
             continue;
         }
-        done += 1;
-        seeds += e.summary.schedules;
+        let stale = matches!(model, Model::Checked(files) if files.contains(path));
         let mut declared = sc.expect.outcome.to_string();
         if let Some((lo, hi)) = sc.expect.rate_band() {
             let _ = write!(declared, " at [{lo}, {hi}]");
@@ -305,12 +401,17 @@ pub fn report(rows: &[(PathBuf, Option<(Scenario, Entry)>)], plan: &Plan) -> Str
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
         let verdict = match &e.verdict {
+            _ if stale => "*another model*: run it again".to_string(),
             Ok(_) => {
                 ok += 1;
                 "matches".to_string()
             }
             Err(why) => format!("**DOES NOT MATCH**: {why}"),
         };
+        if !stale {
+            done += 1;
+            seeds += e.summary.schedules;
+        }
         let options = e
             .summary
             .behaviour

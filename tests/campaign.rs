@@ -744,25 +744,64 @@ fn sweep_judges_every_file_and_resumes() {
     let (code, stdout, report) = report_only();
     assert_eq!(code, 1, "{stdout}");
     assert!(
-        stdout.contains("2 of 3 files run with this plan and model"),
+        stdout.contains("2 of 3 files kept with this plan, 1 match their declaration, 1 do not, model not checked"),
         "{stdout}"
     );
     assert!(report.contains("new.toml` | | | | not run yet"), "{report}");
-    // Declaring the reorder a known hazard needs no re-run: a kept result is judged again
-    // against the file as it is now (its failing seeds re-run with the fix on).
+    assert!(report.contains("fingerprint was not checked"), "{report}");
+    // Declaring the reorder a known hazard: report-only judges the stored classification
+    // against the file as it is now, so the reorders stay unexpected until a sweep reuses the
+    // kept result and classifies its failing seeds afresh (re-run with the fix on).
     let text = std::fs::read_to_string(files.join("clean.toml")).unwrap();
     let known = "\n[[expect.known]]\nname = \"reorder\"\ninvariant = \"per-sender-order\"\nfixed-by = \"handoff-ack-via-owner\"\n";
     std::fs::write(files.join("clean.toml"), format!("{text}{known}")).unwrap();
-    let (code, stdout, report) = report_only();
+    let (code, stdout, _) = report_only();
+    assert_eq!(code, 1, "{stdout}");
+    let (code, stdout, _) = run(args("clean"));
     assert_eq!(code, 0, "{stdout}");
-    assert!(
-        stdout.contains("2 of 3 files run with this plan and model, 2 match"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("(kept from an earlier sweep)"), "{stdout}");
+    let report = std::fs::read_to_string(&out).unwrap();
     assert!(
         report.contains("known reorder (per-sender-order): "),
         "{report}"
     );
+    // Report only reads a kept result of another model as it is, and marks it only when
+    // asked to check the fingerprint.
+    let reorder = sums.join(
+        std::fs::read_dir(&sums)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .find(|n| n.to_string_lossy().ends_with("_reorder.json"))
+            .unwrap(),
+    );
+    let text = std::fs::read_to_string(&reorder).unwrap();
+    std::fs::write(&reorder, text.replace(print, "0 0 0")).unwrap();
+    let (code, stdout, report) = report_only();
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("2 of 3 files kept with this plan, 2 match"),
+        "{stdout}"
+    );
+    assert!(!report.contains("another model"), "{report}");
+    let mut a = args(".toml");
+    a.extend(["--report-only".into(), "--check-fingerprint".into()]);
+    let (code, stdout, _) = run(a);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("1 kept by another model (run again)"),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        report.contains("reorder.toml` | | | | *another model*: run it again")
+            || report.contains("| *another model*: run it again |"),
+        "{report}"
+    );
+    // --check-fingerprint needs --report-only.
+    let mut a = args(".toml");
+    a.push("--check-fingerprint".into());
+    let (code, _, err) = run(a);
+    assert_eq!(code, 2, "{err}");
     // Bad input.
     let (code, _, err) = shardsim(&["sweep", "no/such/folder"]);
     assert_eq!(code, 2, "{err}");
@@ -834,7 +873,7 @@ fn sweep_resumes_a_stopped_file_from_its_last_part() {
     let (code, stdout, _) = run(args(&stopped, "40", &["--report-only"]));
     assert_eq!(code, 0, "{stdout}");
     assert!(
-        stdout.contains("0 of 1 files run with this plan and model"),
+        stdout.contains("0 of 1 files kept with this plan"),
         "{stdout}"
     );
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
@@ -870,4 +909,126 @@ fn sweep_resumes_a_stopped_file_from_its_last_part() {
     assert_eq!(code, 0);
     assert!(!stdout.contains("resuming"), "{stdout}");
     assert_eq!(entry(&other).summary, a.summary);
+}
+
+/// A compacted summary lists every failure that is not the declared outcome and the first few
+/// seeds of it, and counts the rest: counts, the verdict and merges are as for the whole list,
+/// and a declaration that changed since makes the counted failures unexpected.
+#[test]
+fn compacting_a_summary_keeps_its_counts_verdict_and_merges() {
+    let sc = load(FAST);
+    let expected = sc.expect.outcome;
+    let whole = campaign::fuzz(&sc, 0, 400, 2, &|_| {});
+    let n = whole.failures.len();
+    assert!(n > 10, "the fast hazard should fail often");
+    let mut small = whole.clone();
+    small.compact(expected, 5);
+    assert_eq!(small.failures.len(), 5);
+    assert_eq!(small.failures[..], whole.failures[..5]);
+    assert_eq!(small.elided_of(expected), n as u64 - 5);
+    assert_eq!(small.failure_count(), n as u64);
+    assert_eq!(small.expected_found, whole.expected_found);
+    assert_eq!(
+        campaign::judge(&sc, &small, 400, false),
+        campaign::judge(&sc, &whole, 400, false)
+    );
+    // Compacting again changes nothing.
+    let mut again = small.clone();
+    again.compact(expected, 5);
+    assert_eq!(again, small);
+    // The merge of compacted slices, compacted, is the whole compacted.
+    let (mut a, mut b) = (
+        campaign::fuzz(&sc, 0, 200, 1, &|_| {}),
+        campaign::fuzz(&sc, 200, 200, 1, &|_| {}),
+    );
+    a.compact(expected, 5);
+    b.compact(expected, 5);
+    let mut merged = campaign::merge(&[("a".into(), a), ("b".into(), b)]).unwrap();
+    merged.compact(expected, 5);
+    assert_eq!(merged, small);
+    // Recounting against the same declaration keeps the count; against another one the
+    // counted failures are unexpected, and the verdict says so.
+    let mut same = small.clone();
+    campaign::rejudge_stored(&sc, &mut same);
+    assert_eq!(same.expected_found, whole.expected_found);
+    let mut clean = (*sc).clone();
+    clean.expect.outcome = Outcome::None;
+    clean.expect.rate = None;
+    let mut other = small.clone();
+    campaign::rejudge_stored(&clean, &mut other);
+    assert_eq!(other.expected_found, 0);
+    assert_eq!(other.unexpected_count(Outcome::None), n as u64);
+    let why = campaign::judge(&clean, &other, 400, false).unwrap_err();
+    assert!(why.starts_with(&format!("{n} schedules failed")), "{why}");
+}
+
+/// `sweep --compact` rewrites a kept result of the older, whole form in place, running
+/// nothing, and `--report-only` judges it as before.
+#[test]
+fn sweep_compact_rewrites_kept_results_in_place() {
+    let d = tmp("sweep-compact");
+    let files = d.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::copy(root().join(FAST), files.join("reorder.toml")).unwrap();
+    let sc = load(FAST);
+    let file = files.join("reorder.toml").display().to_string();
+    let sums = d.join("kept");
+    std::fs::create_dir_all(&sums).unwrap();
+    let whole = campaign::fuzz(&sc, 0, 300, 2, &|_| {});
+    let n = whole.failures.len();
+    assert!(n > campaign::KEEP_EXPECTED, "{n} failures");
+    let entry = shardsim::sweep::Entry {
+        file: file.clone(),
+        slow: false,
+        probe_events: 1,
+        secs: 1.0,
+        jobs: 2,
+        verdict: campaign::judge(&sc, &whole, 300, false),
+        fingerprint: "0 0 0".into(),
+        summary: whole.clone(),
+    };
+    let kept = shardsim::sweep::entry_path(&sums, &file);
+    std::fs::write(&kept, serde_json::to_vec_pretty(&entry).unwrap()).unwrap();
+    let before = std::fs::metadata(&kept).unwrap().len();
+    let report_md = d.join("report.md");
+    let common = |extra: &str| {
+        let args = [
+            "sweep",
+            files.to_str().unwrap(),
+            "--schedules",
+            "300",
+            "--summaries",
+            sums.to_str().unwrap(),
+            "--out",
+            report_md.to_str().unwrap(),
+            extra,
+        ];
+        shardsim(&args)
+    };
+    let (code, stdout, err) = common("--report-only");
+    assert_eq!(code, 0, "{stdout}{err}");
+    let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let (code, stdout, err) = common("--compact");
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(
+        stdout.contains("sweep --compact: 1 kept results"),
+        "{stdout}"
+    );
+    let after = std::fs::metadata(&kept).unwrap().len();
+    assert!(after < before, "{before} -> {after}");
+    let e: shardsim::sweep::Entry =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    assert_eq!(e.summary.failures.len(), campaign::KEEP_EXPECTED);
+    assert_eq!(e.summary.failure_count(), n as u64);
+    assert_eq!(e.verdict, entry.verdict);
+    let (code, stdout, err) = common("--report-only");
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("report.md")).unwrap(),
+        report,
+        "the report is the same from the compact form"
+    );
+    // --compact and --report-only together are refused.
+    let (code, _, err) = shardsim(&["sweep", "--compact", "--report-only"]);
+    assert_eq!(code, 2, "{err}");
 }

@@ -213,8 +213,8 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// Every scenario file at campaign scale: each file's campaign judged as
-    /// `fuzz` judges it, kept per file (a stopped sweep resumes), and a Markdown report of
+    /// Every scenario file at campaign scale: each file's campaign judged as `fuzz` judges
+    /// it, kept per file in a compact form (a stopped sweep resumes), and a Markdown report of
     /// seeds, outcome counts, options and verdicts.
     Sweep {
         /// The folder of scenario files (searched recursively).
@@ -241,10 +241,20 @@ enum Cmd {
         /// Where each file's result is kept (and reused by a later sweep with the same plan).
         #[arg(long, value_name = "DIR", default_value = "reports/at-scale")]
         summaries: PathBuf,
-        /// Run nothing: write the report from the kept results (the other files "not run
-        /// yet"), to see how far a sweep spread over sessions has come.
-        #[arg(long)]
+        /// Run nothing: write the report from the kept results as they are (the other files
+        /// "not run yet"), judged against each file's declaration as it is now, to see how far
+        /// a sweep spread over several runs has come. It only reads: seconds, not minutes.
+        #[arg(long, conflicts_with = "compact")]
         report_only: bool,
+        /// With --report-only: also run seeds 0-2 of every file (the model's fingerprint) and
+        /// mark the kept results another model wrote, which the next sweep runs again.
+        #[arg(long, requires = "report_only")]
+        check_fingerprint: bool,
+        /// Run nothing: rewrite every kept result in the compact form (each failure that is
+        /// not the file's declared outcome, the first 20 seeds of that outcome, a count of the
+        /// rest), as a sweep now keeps them.
+        #[arg(long)]
+        compact: bool,
         /// The Markdown report to write.
         #[arg(
             long,
@@ -465,6 +475,8 @@ fn main() -> ExitCode {
             jobs,
             summaries,
             report_only,
+            check_fingerprint,
+            compact,
             out,
         } => {
             let plan = shardsim::sweep::Plan {
@@ -478,7 +490,13 @@ fn main() -> ExitCode {
                 }),
                 summaries,
             };
-            cmd_sweep(&dir, &only, &plan, report_only, &out)
+            let mode = match (report_only, check_fingerprint, compact) {
+                (_, _, true) => SweepMode::Compact,
+                (true, false, _) => SweepMode::Report { check: false },
+                (true, true, _) => SweepMode::Report { check: true },
+                _ => SweepMode::Run,
+            };
+            cmd_sweep(&dir, &only, &plan, mode, &out)
         }
         Cmd::Explain {
             input,
@@ -1035,11 +1053,22 @@ fn cmd_bench_hosts(path: &Path, schedules: u64, rounds: u32) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// What `sweep` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SweepMode {
+    /// Run every file not kept with this plan and model.
+    Run,
+    /// `--report-only`, `check`: `--check-fingerprint`.
+    Report { check: bool },
+    /// `--compact`.
+    Compact,
+}
+
 fn cmd_sweep(
     dir: &Path,
     only: &[String],
     plan: &shardsim::sweep::Plan,
-    report_only: bool,
+    mode: SweepMode,
     out: &Path,
 ) -> ExitCode {
     if !dir.is_dir() {
@@ -1070,6 +1099,12 @@ fn cmd_sweep(
             }
         }
     }
+    if mode == SweepMode::Compact {
+        return sweep_compact(&files, &scenarios, plan);
+    }
+    if let SweepMode::Report { check } = mode {
+        return sweep_report(&files, &scenarios, plan, check, out);
+    }
     let prints: Vec<String> = scenarios
         .iter()
         .map(|sc| shardsim::sweep::fingerprint(&std::sync::Arc::new(sc.clone())))
@@ -1086,31 +1121,6 @@ fn cmd_sweep(
         })
         .collect();
     let mut mismatched = 0;
-    if report_only {
-        let kept: Vec<&shardsim::sweep::Entry> = rows
-            .iter()
-            .filter_map(|(_, r)| r.as_ref().map(|(_, e)| e))
-            .filter(|e| e.is_done(plan))
-            .collect();
-        mismatched = kept.iter().filter(|e| e.verdict.is_err()).count();
-        if let Err(e) = write_atomic(out, shardsim::sweep::report(&rows, plan).as_bytes()) {
-            eprintln!("error: {}: cannot write: {e}", out.display());
-            return ExitCode::from(2);
-        }
-        println!(
-            "sweep (report only): {} of {} files run with this plan and model, {} match their \
-             declaration, {mismatched} do not; report {}",
-            kept.len(),
-            rows.len(),
-            kept.len() - mismatched,
-            out.display()
-        );
-        return if mismatched > 0 {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        };
-    }
     for i in 0..rows.len() {
         let (f, row) = &rows[i];
         let (kept, resumed) = match row {
@@ -1169,7 +1179,10 @@ fn cmd_sweep(
         );
         rows[i].1 = Some((scenarios[i].clone(), e));
         // The report after every file, so a stopped sweep leaves what it found.
-        if let Err(e) = write_atomic(out, shardsim::sweep::report(&rows, plan).as_bytes()) {
+        if let Err(e) = write_atomic(
+            out,
+            shardsim::sweep::report(&rows, plan, &shardsim::sweep::Model::Current).as_bytes(),
+        ) {
             eprintln!("error: {}: cannot write: {e}", out.display());
             return ExitCode::from(2);
         }
@@ -1185,6 +1198,92 @@ fn cmd_sweep(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `sweep --report-only`: the report from the kept results, running nothing (but seeds 0-2
+/// of each file with `check`).
+fn sweep_report(
+    files: &[PathBuf],
+    scenarios: &[Scenario],
+    plan: &shardsim::sweep::Plan,
+    check: bool,
+    out: &Path,
+) -> ExitCode {
+    use shardsim::sweep::{self, Model};
+    let rows: Vec<(PathBuf, Option<(Scenario, sweep::Entry)>)> = files
+        .iter()
+        .zip(scenarios)
+        .map(|(f, sc)| {
+            let kept = sweep::read_kept(&plan.summaries, &f.to_string_lossy(), sc, plan);
+            (f.clone(), kept.map(|e| (sc.clone(), e)))
+        })
+        .collect();
+    let model = if check {
+        Model::Checked(
+            rows.iter()
+                .filter_map(|(f, r)| {
+                    let (sc, e) = r.as_ref()?;
+                    let print = sweep::fingerprint(&std::sync::Arc::new(sc.clone()));
+                    (print != e.fingerprint).then(|| f.clone())
+                })
+                .collect(),
+        )
+    } else {
+        Model::Unchecked
+    };
+    let done: Vec<&sweep::Entry> = rows
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().map(|(_, e)| e))
+        .filter(|e| e.is_done(plan))
+        .collect();
+    let mismatched = done.iter().filter(|e| e.verdict.is_err()).count();
+    if let Err(e) = write_atomic(out, sweep::report(&rows, plan, &model).as_bytes()) {
+        eprintln!("error: {}: cannot write: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    let stale = match &model {
+        Model::Checked(s) => format!(", {} kept by another model (run again)", s.len()),
+        _ => ", model not checked (--check-fingerprint)".to_string(),
+    };
+    println!(
+        "sweep (report only): {} of {} files kept with this plan, {} match their declaration, \
+         {mismatched} do not{stale}; report {}",
+        done.len(),
+        rows.len(),
+        done.len() - mismatched,
+        out.display()
+    );
+    if mismatched > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `sweep --compact`: every kept result rewritten in the compact form, running nothing.
+fn sweep_compact(
+    files: &[PathBuf],
+    scenarios: &[Scenario],
+    plan: &shardsim::sweep::Plan,
+) -> ExitCode {
+    let (mut n, mut before, mut after) = (0, 0u64, 0u64);
+    for (f, sc) in files.iter().zip(scenarios) {
+        match shardsim::sweep::compact_kept(&plan.summaries, &f.to_string_lossy(), sc) {
+            Ok(Some((b, a))) => {
+                n += 1;
+                before += b;
+                after += a;
+                println!("{}: {b} -> {a} bytes", f.display());
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    println!("sweep --compact: {n} kept results, {before} -> {after} bytes");
+    ExitCode::SUCCESS
 }
 
 fn cmd_agree(
