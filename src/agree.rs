@@ -5,7 +5,7 @@
 //! fix on) and do not break agreement. A violation one host shows and the other never does is
 //! a modelling artefact to explain. `shardsim agree` runs it and writes the table.
 
-use crate::campaign::{self, FuzzOptions, Summary};
+use crate::campaign::{Campaign, FuzzOptions, Summary};
 use shardsim_harness::host::{self, Host};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
@@ -118,17 +118,11 @@ pub fn agree_file(path: &Path, clean: u64, violation: u64, jobs: usize) -> Resul
                     },
                 )
             };
-            let run =
-                |sc: &Arc<Scenario>, seed, mode| host::run_seed(Host::Madsim, sc, seed, mode).0;
-            Ok(campaign::fuzz_with_runner(
-                &sc,
-                0,
-                n,
-                jobs,
-                opts,
-                &|_| {},
-                &run,
-            ))
+            Ok(Campaign::new(&sc, 0, n)
+                .jobs(jobs)
+                .options(opts)
+                .host(Host::Madsim)
+                .run())
         }
     };
     Ok(Row {

@@ -9,6 +9,7 @@
 pub use crate::slice::Slice;
 use serde::{Deserialize, Serialize};
 use shardsim_harness::check::Violation;
+use shardsim_harness::host::{self, Host};
 use shardsim_harness::options::OptionsByName;
 use shardsim_harness::scenario::{Outcome, Scenario};
 use shardsim_harness::sim::{RunResult, Stats};
@@ -325,7 +326,7 @@ pub const KEEP_EXPECTED: usize = 20;
 /// Progress callback: called with the number of schedules done so far.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// What a campaign reports as it goes ([`fuzz_observed`]).
+/// What a campaign reports as it goes (to a [`Campaign`]'s `observe`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tick {
     /// Schedules done so far.
@@ -338,7 +339,7 @@ pub struct Tick {
 /// Observer of a campaign's progress: called from the worker threads after each chunk.
 pub type Observer<'a> = &'a (dyn Fn(Tick) + Sync);
 
-/// Options of [`fuzz_with`]. The default is a plain campaign, as [`fuzz`].
+/// Options of a [`Campaign`]. The default is a plain campaign.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FuzzOptions {
     /// `Some(k)`: every seed with `(seed - seed_start) % k == 0` runs twice with trace hashing
@@ -350,93 +351,145 @@ pub struct FuzzOptions {
     pub until_failure: bool,
 }
 
-/// Run `schedules` seeds from `seed_start` on `jobs` threads.
-pub fn fuzz(
-    sc: &Arc<Scenario>,
-    seed_start: u64,
-    schedules: u64,
-    jobs: usize,
-    progress: Progress<'_>,
-) -> Summary {
-    fuzz_with(
-        sc,
-        seed_start,
-        schedules,
-        jobs,
-        FuzzOptions::default(),
-        progress,
-    )
+/// A campaign: `schedules` seeds of one scenario from `seed_start` (or one slice of them) on
+/// `jobs` threads. Build it with [`Campaign::new`] and the setters, run it with
+/// [`Campaign::run`]. The defaults are a plain campaign: the whole seed range on one job, with
+/// `FuzzOptions::default()`, each seed run by the own world, nobody told how far it got.
+#[derive(Clone, Copy)]
+pub struct Campaign<'a> {
+    /// The scenario every seed runs.
+    pub scenario: &'a Arc<Scenario>,
+    /// The campaign's first seed.
+    pub seed_start: u64,
+    /// The campaign's number of seeds (with [`FuzzOptions::until_failure`]: the cap).
+    pub schedules: u64,
+    /// The part of the campaign that runs: the whole campaign with [`Slice::WHOLE`] (the
+    /// default); the split is [`Slice::range`]. The summary covers the slice's seeds only;
+    /// `check_determinism` still counts from the campaign's `seed_start`, so the merge of all
+    /// slices' summaries equals the whole campaign's.
+    pub slice: Slice,
+    /// Worker threads (default 1; 0 counts as 1). Results never depend on it.
+    pub jobs: usize,
+    /// Determinism checks and stopping at the first failure (default: neither).
+    pub options: FuzzOptions,
+    /// Told the number of schedules done so far, from the worker threads after each chunk
+    /// (default: nobody).
+    pub progress: Option<Progress<'a>>,
+    /// Told a [`Tick`] (schedules done, failures found) from the worker threads after each
+    /// chunk, after `progress` (default: nobody).
+    pub observe: Option<Observer<'a>>,
+    /// The host that runs each seed when `runner` is `None` (default: the own world,
+    /// [`run_seed`]).
+    pub host: Host,
+    /// How each seed runs, in place of `host` (default `None`: `host` runs it).
+    pub runner: Option<Runner<'a>>,
 }
 
-/// Run `schedules` seeds from `seed_start` on `jobs` threads, with options.
-pub fn fuzz_with(
-    sc: &Arc<Scenario>,
-    seed_start: u64,
-    schedules: u64,
-    jobs: usize,
-    opts: FuzzOptions,
-    progress: Progress<'_>,
-) -> Summary {
-    fuzz_observed(
-        sc,
-        seed_start,
-        schedules,
-        Slice::WHOLE,
-        jobs,
-        opts,
-        &|t: Tick| progress(t.done),
-    )
-}
+impl<'a> Campaign<'a> {
+    /// A plain campaign of `schedules` seeds of `scenario` from `seed_start`: the defaults of
+    /// every other field (see [`Campaign`]).
+    pub fn new(scenario: &'a Arc<Scenario>, seed_start: u64, schedules: u64) -> Self {
+        Campaign {
+            scenario,
+            seed_start,
+            schedules,
+            slice: Slice::WHOLE,
+            jobs: 1,
+            options: FuzzOptions::default(),
+            progress: None,
+            observe: None,
+            host: Host::Own,
+            runner: None,
+        }
+    }
 
-/// Run `slice` of the campaign of `schedules` seeds from `seed_start` (the whole campaign with
-/// [`Slice::WHOLE`]; the split is [`Slice::range`]) on `jobs` threads, with options, telling
-/// `observe` how far it got. The summary covers the slice's seeds only; `check_determinism`
-/// still counts from the campaign's `seed_start`, so the merge of all slices' summaries equals
-/// the whole campaign's.
-pub fn fuzz_observed(
-    sc: &Arc<Scenario>,
-    seed_start: u64,
-    schedules: u64,
-    slice: Slice,
-    jobs: usize,
-    opts: FuzzOptions,
-    observe: Observer<'_>,
-) -> Summary {
-    fuzz_observed_on(
-        sc,
-        seed_start,
-        schedules,
-        slice,
-        jobs,
-        opts,
-        observe,
-        &|sc, seed, mode| run_seed(sc, seed, mode).0,
-    )
-}
+    /// Run only `slice` of the campaign (the `slice` field).
+    pub fn slice(mut self, slice: Slice) -> Self {
+        self.slice = slice;
+        self
+    }
 
-/// [`fuzz_observed`] with each seed run by `run` (another host, e.g. the madsim host).
-#[allow(clippy::too_many_arguments)]
-pub fn fuzz_observed_on(
-    sc: &Arc<Scenario>,
-    seed_start: u64,
-    schedules: u64,
-    slice: Slice,
-    jobs: usize,
-    opts: FuzzOptions,
-    observe: Observer<'_>,
-    run: Runner<'_>,
-) -> Summary {
-    let (start, len) = slice.range(seed_start, schedules);
-    fuzz_impl(
-        sc,
-        start,
-        len,
-        slice.offset(schedules),
-        jobs,
-        opts,
-        observe,
-        run,
-    )
+    /// Run on `jobs` threads (the `jobs` field).
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs;
+        self
+    }
+
+    /// Set every option at once (the `options` field).
+    pub fn options(mut self, options: FuzzOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Stop at the lowest failing seed or not ([`FuzzOptions::until_failure`]).
+    pub fn until_failure(mut self, on: bool) -> Self {
+        self.options.until_failure = on;
+        self
+    }
+
+    /// Check determinism on every `k`-th seed, or on none ([`FuzzOptions::check_determinism`]).
+    pub fn check_determinism(mut self, every: Option<u64>) -> Self {
+        self.options.check_determinism = every;
+        self
+    }
+
+    /// Tell `progress` the number of schedules done (the `progress` field).
+    pub fn progress(mut self, progress: Progress<'a>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Tell `observe` each [`Tick`] (the `observe` field).
+    pub fn observe(mut self, observe: Observer<'a>) -> Self {
+        self.observe = Some(observe);
+        self
+    }
+
+    /// Run each seed on `host` (the `host` field; a `runner` set too takes its place).
+    pub fn host(mut self, host: Host) -> Self {
+        self.host = host;
+        self
+    }
+
+    /// Run each seed with `run` (another host, e.g. the madsim host, or a wrapper of one), in
+    /// place of `host` (the `runner` field).
+    pub fn runner(mut self, run: Runner<'a>) -> Self {
+        self.runner = Some(run);
+        self
+    }
+
+    /// Run the campaign (its slice) and sum it up in seed order. The one entry point: the
+    /// summary never depends on `jobs`, `progress` or `observe`.
+    pub fn run(&self) -> Summary {
+        let (progress, observe) = (self.progress, self.observe);
+        let tell = move |t: Tick| {
+            if let Some(p) = progress {
+                p(t.done);
+            }
+            if let Some(o) = observe {
+                o(t);
+            }
+        };
+        let on = self.host;
+        let own = |sc: &Arc<Scenario>, seed, mode| run_seed(sc, seed, mode).0;
+        let hosted = move |sc: &Arc<Scenario>, seed, mode| host::run_seed(on, sc, seed, mode).0;
+        let run: Runner<'_> = match (self.runner, on) {
+            (Some(r), _) => r,
+            (None, Host::Own) => &own,
+            (None, _) => &hosted,
+        };
+        let (start, len) = self.slice.range(self.seed_start, self.schedules);
+        fuzz_impl(
+            self.scenario,
+            start,
+            len,
+            self.slice.offset(self.schedules),
+            self.jobs,
+            self.options,
+            &tell,
+            run,
+        )
+    }
 }
 
 /// The result of one chunk of consecutive seeds.
@@ -451,28 +504,6 @@ struct Chunk {
 
 /// How one seed runs (the own world's [`run_seed`], or another host's).
 pub type Runner<'a> = &'a (dyn Fn(&Arc<Scenario>, u64, TraceMode) -> RunResult + Sync);
-
-/// [`fuzz_with`] with each seed run by `run` (another host, e.g. the madsim host).
-pub fn fuzz_with_runner(
-    sc: &Arc<Scenario>,
-    seed_start: u64,
-    schedules: u64,
-    jobs: usize,
-    opts: FuzzOptions,
-    progress: Progress<'_>,
-    run: Runner<'_>,
-) -> Summary {
-    fuzz_observed_on(
-        sc,
-        seed_start,
-        schedules,
-        Slice::WHOLE,
-        jobs,
-        opts,
-        &|t: Tick| progress(t.done),
-        run,
-    )
-}
 
 /// One seed: its counters and failures (a violation, and a determinism failure if asked).
 fn one_seed(
@@ -1331,7 +1362,7 @@ mod tests {
             check_determinism: Some(2),
             until_failure: false,
         };
-        let sum = fuzz_impl(&sc, 0, 4, 0, 1, opts, &|_| {}, &flaky);
+        let sum = Campaign::new(&sc, 0, 4).options(opts).runner(&flaky).run();
         assert_eq!(sum.schedules, 4);
         assert_eq!(sum.failures.len(), 1, "{:?}", sum.failures);
         let f = &sum.failures[0];
@@ -1351,7 +1382,10 @@ mod tests {
             }
             r
         };
-        assert!(fuzz_impl(&sc, 0, 4, 0, 1, opts, &|_| {}, &flaky3)
+        assert!(Campaign::new(&sc, 0, 4)
+            .options(opts)
+            .runner(&flaky3)
+            .run()
             .failures
             .is_empty());
         // until-failure stops at a determinism failure too.
@@ -1359,7 +1393,11 @@ mod tests {
             check_determinism: Some(1),
             until_failure: true,
         };
-        let sum = fuzz_impl(&sc, 0, 10, 0, 2, opts, &|_| {}, &flaky);
+        let sum = Campaign::new(&sc, 0, 10)
+            .jobs(2)
+            .options(opts)
+            .runner(&flaky)
+            .run();
         assert_eq!((sum.schedules, sum.failures.len()), (3, 1));
     }
 

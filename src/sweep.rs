@@ -11,7 +11,7 @@
 //! seeds run, each outcome's count (clean schedules, the expected outcome, every known hazard,
 //! anything unexpected), the protocol options on and the verdict.
 
-use crate::campaign::{self, write_atomic, Summary, KEEP_EXPECTED};
+use crate::campaign::{self, write_atomic, Campaign, Summary, KEEP_EXPECTED};
 use serde::{Deserialize, Serialize};
 use shardsim_harness::options::OptionsByName;
 use shardsim_harness::scenario::{Outcome, Scenario};
@@ -266,7 +266,7 @@ pub fn sweep_file(
         Some(e) => e,
         None => {
             let probe = PROBE.min(plan.schedules);
-            let probed = campaign::fuzz(&sc, 0, probe, plan.jobs, &|_| {});
+            let probed = Campaign::new(&sc, 0, probe).jobs(plan.jobs).run();
             let probe_events = probed.totals.events / probe.max(1);
             let slow =
                 probe_events > plan.slow_after_events && plan.slow_schedules < plan.schedules;
@@ -300,7 +300,10 @@ pub fn sweep_file(
         let start = e.summary.schedules;
         let len = part.min(n - start);
         let clock = std::time::Instant::now(); // determinism-ok: the CLI's wall clock, outside any simulation
-        let done = campaign::fuzz(&sc, start, len, plan.jobs, &|d| progress(start + d));
+        let done = Campaign::new(&sc, start, len)
+            .jobs(plan.jobs)
+            .progress(&|d| progress(start + d))
+            .run();
         e.secs += clock.elapsed().as_secs_f64();
         e.summary = if start == 0 {
             done

@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 
-use shardsim::campaign::{self, Failure, FailureKind, FuzzOptions, Summary};
+use shardsim::campaign::{self, Campaign, Failure, FailureKind, FuzzOptions, Summary};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::Path;
 use std::sync::Arc;
@@ -25,13 +25,13 @@ fn until(sc: &Arc<Scenario>, start: u64, cap: u64, jobs: usize) -> Summary {
         check_determinism: None,
         until_failure: true,
     };
-    campaign::fuzz_with(sc, start, cap, jobs, opts, &|_| {})
+    Campaign::new(sc, start, cap).jobs(jobs).options(opts).run()
 }
 
 #[test]
 fn one_run_equals_the_merge_of_its_slices() {
     let sc = load(FAST);
-    let whole = campaign::fuzz(&sc, 0, 400, 2, &|_| {});
+    let whole = Campaign::new(&sc, 0, 400).jobs(2).run();
     assert!(
         whole.failures.len() > 10,
         "the fast hazard should fail often"
@@ -79,14 +79,14 @@ fn one_run_equals_the_merge_of_its_slices() {
 #[test]
 fn summaries_do_not_depend_on_the_number_of_jobs() {
     let sc = load(FAST);
-    let one = campaign::fuzz(&sc, 1000, 150, 1, &|_| {});
-    let two = campaign::fuzz(&sc, 1000, 150, 2, &|_| {});
+    let one = Campaign::new(&sc, 1000, 150).jobs(1).run();
+    let two = Campaign::new(&sc, 1000, 150).jobs(2).run();
     assert!(!one.failures.is_empty());
     assert_eq!(one, two);
     // The real hazard, a few seeds.
     let sc = load(HAZARD);
-    let one = campaign::fuzz(&sc, 0, 24, 1, &|_| {});
-    let two = campaign::fuzz(&sc, 0, 24, 2, &|_| {});
+    let one = Campaign::new(&sc, 0, 24).jobs(1).run();
+    let two = Campaign::new(&sc, 0, 24).jobs(2).run();
     assert_eq!(one, two);
 }
 
@@ -100,11 +100,11 @@ fn until_failure_finds_the_same_lowest_seed_with_any_number_of_jobs() {
     assert_eq!(a.schedules, first + 1);
     assert_eq!(a.expected_found, 1);
     // Equal to a plain campaign over exactly those seeds.
-    assert_eq!(a, campaign::fuzz(&sc, 0, first + 1, 1, &|_| {}));
+    assert_eq!(a, Campaign::new(&sc, 0, first + 1).run());
 
     let sc = load(FAST);
     for start in [0, 137, 5000] {
-        let plain = campaign::fuzz(&sc, start, 120, 1, &|_| {});
+        let plain = Campaign::new(&sc, start, 120).run();
         let first = plain.failures[0].seed;
         let runs: Vec<Summary> = [1, 2, 3]
             .iter()
@@ -122,20 +122,20 @@ fn until_failure_finds_the_same_lowest_seed_with_any_number_of_jobs() {
     if first > 0 {
         let none = until(&sc, 0, first, 2);
         assert!(none.failures.is_empty());
-        assert_eq!(none, campaign::fuzz(&sc, 0, first, 1, &|_| {}));
+        assert_eq!(none, Campaign::new(&sc, 0, first).run());
     }
 }
 
 #[test]
 fn check_determinism_runs_clean_and_changes_nothing_else() {
     let sc = load("sim-scenarios/two-nodes.toml");
-    let plain = campaign::fuzz(&sc, 0, 60, 2, &|_| {});
+    let plain = Campaign::new(&sc, 0, 60).jobs(2).run();
     for k in [1, 7] {
         let opts = FuzzOptions {
             check_determinism: Some(k),
             until_failure: false,
         };
-        let checked = campaign::fuzz_with(&sc, 0, 60, 2, opts, &|_| {});
+        let checked = Campaign::new(&sc, 0, 60).jobs(2).options(opts).run();
         assert!(checked.failures.is_empty(), "{:?}", checked.failures);
         assert_eq!(checked, plain);
     }
@@ -145,8 +145,8 @@ fn check_determinism_runs_clean_and_changes_nothing_else() {
         check_determinism: Some(1),
         until_failure: false,
     };
-    let checked = campaign::fuzz_with(&sc, 0, 60, 2, opts, &|_| {});
-    assert_eq!(checked, campaign::fuzz(&sc, 0, 60, 2, &|_| {}));
+    let checked = Campaign::new(&sc, 0, 60).jobs(2).options(opts).run();
+    assert_eq!(checked, Campaign::new(&sc, 0, 60).jobs(2).run());
     assert!(checked
         .failures
         .iter()
@@ -391,7 +391,7 @@ fn the_buffer_high_water_mark_is_shown_and_merged_by_max() {
     assert_eq!(code, 0, "{so}{se}");
     let merged = campaign::read_summary(&out).unwrap();
     assert_eq!(merged.totals.buffer_high_water, 30);
-    let whole = campaign::fuzz(&load(file), 0, 10, 2, &|_| {});
+    let whole = Campaign::new(&load(file), 0, 10).jobs(2).run();
     assert_eq!(merged, whole);
 }
 
@@ -405,7 +405,7 @@ fn n_slices_merged_equal_one_campaign_for_1_3_and_7() {
         check_determinism: Some(4),
         until_failure: false,
     };
-    let whole = campaign::fuzz_with(&sc, start, total, 2, opts, &|_| {});
+    let whole = Campaign::new(&sc, start, total).jobs(2).options(opts).run();
     assert!(whole.failures.len() > 5, "the fast hazard fails often");
     let d = tmp("slices");
     for n in [1u64, 3, 7] {
@@ -480,13 +480,16 @@ fn n_slices_merged_equal_one_campaign_for_1_3_and_7() {
         assert_eq!(merged.expected_found, whole.expected_found, "n = {n}");
         assert_eq!(merged, whole, "n = {n}");
     }
-    // The library agrees: the slices of fuzz_observed merge to the whole.
+    // The library agrees: the slices of a `Campaign` merge to the whole.
     let slices: Vec<_> = (0..7)
         .map(|i| {
             let s = campaign::Slice { index: i, count: 7 };
             (
                 d.join(format!("lib{i}")),
-                campaign::fuzz_observed(&sc, start, total, s, 1, opts, &|_| {}),
+                Campaign::new(&sc, start, total)
+                    .slice(s)
+                    .options(opts)
+                    .run(),
             )
         })
         .collect();
@@ -643,7 +646,7 @@ fn known_hazards_are_reported_not_failed() {
         about: String::new(),
     }];
     let known = Arc::new(sc.clone());
-    let sum = campaign::fuzz(&known, 0, 60, 2, &|_| {});
+    let sum = Campaign::new(&known, 0, 60).jobs(2).run();
     assert!(sum.failures.len() > 3, "{:?}", sum.failures);
     for f in &sum.failures {
         assert_eq!(f.known.as_deref(), Some("reorder-across-handoff"), "{f:?}");
@@ -655,7 +658,7 @@ fn known_hazards_are_reported_not_failed() {
     assert_eq!(until(&known, 0, 60, 2).schedules, 60);
     // A "fix" that does not remove it: the failures stay unexpected.
     sc.expect.known[0].fixed_by = Some("rebalance-skips-shutting-down-regions".into());
-    let wrong = campaign::fuzz(&Arc::new(sc), 0, 60, 2, &|_| {});
+    let wrong = Campaign::new(&Arc::new(sc), 0, 60).jobs(2).run();
     assert_eq!(wrong.failures.len(), sum.failures.len());
     assert_eq!(
         wrong.unexpected(Outcome::None).count(),
@@ -918,7 +921,7 @@ fn sweep_resumes_a_stopped_file_from_its_last_part() {
 fn compacting_a_summary_keeps_its_counts_verdict_and_merges() {
     let sc = load(FAST);
     let expected = sc.expect.outcome;
-    let whole = campaign::fuzz(&sc, 0, 400, 2, &|_| {});
+    let whole = Campaign::new(&sc, 0, 400).jobs(2).run();
     let n = whole.failures.len();
     assert!(n > 10, "the fast hazard should fail often");
     let mut small = whole.clone();
@@ -938,8 +941,8 @@ fn compacting_a_summary_keeps_its_counts_verdict_and_merges() {
     assert_eq!(again, small);
     // The merge of compacted slices, compacted, is the whole compacted.
     let (mut a, mut b) = (
-        campaign::fuzz(&sc, 0, 200, 1, &|_| {}),
-        campaign::fuzz(&sc, 200, 200, 1, &|_| {}),
+        Campaign::new(&sc, 0, 200).run(),
+        Campaign::new(&sc, 200, 200).run(),
     );
     a.compact(expected, 5);
     b.compact(expected, 5);
@@ -974,7 +977,7 @@ fn sweep_compact_rewrites_kept_results_in_place() {
     let file = files.join("reorder.toml").display().to_string();
     let sums = d.join("kept");
     std::fs::create_dir_all(&sums).unwrap();
-    let whole = campaign::fuzz(&sc, 0, 300, 2, &|_| {});
+    let whole = Campaign::new(&sc, 0, 300).jobs(2).run();
     let n = whole.failures.len();
     assert!(n > campaign::KEEP_EXPECTED, "{n} failures");
     let entry = shardsim::sweep::Entry {

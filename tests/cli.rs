@@ -603,12 +603,12 @@ fn numeric_flags_reject_nonsense() {
 /// is far outside a declared band.
 #[test]
 fn a_known_hazard_is_reported_as_known() {
-    use shardsim::campaign;
+    use shardsim::campaign::Campaign;
     use shardsim_harness::scenario::Scenario;
     use std::sync::Arc;
     let file = "tests/data/known-reorder.toml";
     let sc = Arc::new(Scenario::load(&root().join(file)).unwrap());
-    let sum = campaign::fuzz(&sc, 0, 40, 2, &|_| {});
+    let sum = Campaign::new(&sc, 0, 40).jobs(2).run();
     let f = sum
         .failures
         .first()

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 
-use shardsim::campaign::{self, CorpusEntry, CORPUS_CAP};
+use shardsim::campaign::{self, Campaign, CorpusEntry, CORPUS_CAP};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use shardsim_harness::trace::TraceMode;
 use std::path::Path;
@@ -129,7 +129,7 @@ fn cli_fuzz_appends_to_a_corpus() {
     // The failing seeds among 0..30, in seed order; outside the repository, names are relative
     // to the current directory (the repository here).
     let sc = Arc::new(Scenario::load(&root().join("tests/data/fast-reorder.toml")).unwrap());
-    let sum = campaign::fuzz(&sc, 0, 30, 1, &|_| {});
+    let sum = Campaign::new(&sc, 0, 30).run();
     let want = campaign::corpus_entries("tests/data/fast-reorder.toml", &sum);
     assert!(!want.is_empty(), "no failing seed in 0..30");
     assert!(

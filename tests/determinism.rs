@@ -1,6 +1,6 @@
 //! Determinism: same scenario, same seed, same binary → byte-identical trace.
 
-use shardsim::campaign::run_seed;
+use shardsim::campaign::{run_seed, Campaign};
 use shardsim_harness::scenario::Scenario;
 use shardsim_harness::trace::TraceMode;
 use std::path::Path;
@@ -148,8 +148,8 @@ fn campaign_summaries_do_not_depend_on_jobs() {
         "faults/swarm-keep-majority.toml",
     ] {
         let sc = load(name);
-        let one = shardsim::campaign::fuzz(&sc, 0, 60, 1, &|_| {});
-        let two = shardsim::campaign::fuzz(&sc, 0, 60, 2, &|_| {});
+        let one = Campaign::new(&sc, 0, 60).jobs(1).run();
+        let two = Campaign::new(&sc, 0, 60).jobs(2).run();
         assert_eq!(
             serde_json::to_string(&one).unwrap(),
             serde_json::to_string(&two).unwrap(),

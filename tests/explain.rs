@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use shardsim::campaign::{self, FuzzOptions};
+use shardsim::campaign::{self, Campaign};
 use shardsim::explain::{self, draw, Explanation, MAX_LINES};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::Path;
@@ -16,17 +16,7 @@ use std::sync::Arc;
 /// explanation.
 fn explain_first_failure(rel: &str) -> (u64, Explanation) {
     let sc = Arc::new(Scenario::load(&root().join(rel)).unwrap());
-    let s = campaign::fuzz_with(
-        &sc,
-        0,
-        2_000,
-        1,
-        FuzzOptions {
-            until_failure: true,
-            ..Default::default()
-        },
-        &|_| {},
-    );
+    let s = Campaign::new(&sc, 0, 2_000).until_failure(true).run();
     let seed = s
         .failures
         .first()

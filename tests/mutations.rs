@@ -3,7 +3,7 @@
 
 mod common;
 
-use shardsim::campaign;
+use shardsim::campaign::{self, Campaign};
 use shardsim_core::protocol::settings::Mutation;
 use shardsim_core::protocol::DropReason;
 use shardsim_harness::scenario::{Outcome, Scenario};
@@ -24,7 +24,9 @@ fn scenario_with(name: &str, mutation: Mutation) -> Arc<Scenario> {
 }
 
 fn first_violation(sc: &Arc<Scenario>, seeds: u64) -> Option<campaign::Failure> {
-    campaign::fuzz(sc, 0, seeds, 2, &|_| {})
+    Campaign::new(sc, 0, seeds)
+        .jobs(2)
+        .run()
         .failures
         .into_iter()
         .next()
@@ -206,7 +208,7 @@ fn a_filled_buffer_drops_as_buffer_full_and_the_summary_shows_its_high_water_mar
     // A slow journal under heavy traffic: every region buffers up to buffer-size (30) for
     // shards without a home and drops the rest with reason buffer_full (SR:1281-1305).
     let sc = scenario_with("buffer-full.toml", Mutation::None);
-    let sum = campaign::fuzz(&sc, 0, 20, 2, &|_| {});
+    let sum = Campaign::new(&sc, 0, 20).jobs(2).run();
     assert_eq!(
         sum.failures.first(),
         None,
@@ -387,7 +389,7 @@ fn a_variant_raising_the_reorder_rate_is_caught_by_the_rate_band() {
         .expect("the hazard declares a rate band");
     let n = 120;
     let rate = |sc: &Scenario| {
-        let sum = campaign::fuzz(&Arc::new(sc.clone()), 0, n, 2, &|_| {});
+        let sum = Campaign::new(&Arc::new(sc.clone()), 0, n).jobs(2).run();
         assert_eq!(sum.unexpected(sc.expect.outcome).count(), 0);
         campaign::rate_check(sum.expected_found, n, band)
     };

@@ -11,7 +11,7 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use shardsim::campaign::{self, Summary};
+use shardsim::campaign::{self, Campaign, Summary};
 use shardsim_harness::scenario::Scenario;
 use shardsim_harness::trace::TraceMode;
 use std::path::Path;
@@ -345,7 +345,7 @@ fn summary_bases() -> &'static [Vec<u8>] {
             Scenario::load(&root().join("sim-scenarios/hazards/reorder-across-handoff.toml"))
                 .unwrap(),
         );
-        let sum: Summary = campaign::fuzz(&sc, 0, 40, 1, &|_| {});
+        let sum: Summary = Campaign::new(&sc, 0, 40).run();
         vec![serde_json::to_vec_pretty(&sum).unwrap()]
     })
 }

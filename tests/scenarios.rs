@@ -1,7 +1,7 @@
 //! Every scenario in `sim-scenarios/` fuzzed over many seeds, each matching its declared
 //! outcome. `SHARDSIM_SEEDS` sets the number of seeds per scenario (default 800).
 
-use shardsim::campaign;
+use shardsim::campaign::{self, Campaign};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,7 +62,7 @@ fn check_scenario(path: &Path) {
     } else {
         seeds().min(seed_cap(path))
     };
-    let sum = campaign::fuzz(&sc, 0, n, 2, &|_| {});
+    let sum = Campaign::new(&sc, 0, n).jobs(2).run();
     let expected = sc.expect.outcome;
     if let Some(f) = sum.unexpected(expected).next() {
         panic!(
@@ -241,7 +241,7 @@ fn swarm_keep_majority() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/faults/swarm-keep-majority.toml");
     let sc = Arc::new(Scenario::load(&path).unwrap());
-    let sum = campaign::fuzz(&sc, 0, seeds().min(400), 2, &|_| {});
+    let sum = Campaign::new(&sc, 0, seeds().min(400)).jobs(2).run();
     if let Some(f) = sum.failures.first() {
         panic!(
             "{} at seed {}: {}\nreplay: {}",
@@ -262,7 +262,7 @@ fn swarm_remember() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("sim-scenarios/faults/swarm-remember-{store}.toml"));
         let sc = Arc::new(Scenario::load(&path).unwrap());
-        let sum = campaign::fuzz(&sc, 0, seeds().min(150), 2, &|_| {});
+        let sum = Campaign::new(&sc, 0, seeds().min(150)).jobs(2).run();
         if let Some(f) = sum.failures.first() {
             panic!(
                 "{} at seed {}: {}\nreplay: {}",
@@ -283,7 +283,7 @@ fn swarm_remember() {
 fn scale_100_convergence_stall_is_the_known_hazard() {
     let path = root().join("sim-scenarios/scale-100.toml");
     let sc = Arc::new(Scenario::load(&path).unwrap());
-    let sum = campaign::fuzz(&sc, 76, 1, 1, &|_| {});
+    let sum = Campaign::new(&sc, 76, 1).run();
     let f = sum.failures.first().expect("seed 76 fails liveness");
     assert_eq!(f.invariant, Outcome::Liveness, "{f:?}");
     assert!(
@@ -309,7 +309,7 @@ fn scale_100_convergence_stall_is_the_known_hazard() {
 fn swarm_graceful_heal_race_downing_all_is_the_known_hazard() {
     let path = root().join("sim-scenarios/faults/swarm-graceful.toml");
     let sc = Arc::new(Scenario::load(&path).unwrap());
-    let sum = campaign::fuzz(&sc, 17230, 1, 1, &|_| {});
+    let sum = Campaign::new(&sc, 17230, 1).run();
     let f = sum.failures.first().expect("seed 17230 fails liveness");
     assert_eq!(f.invariant, Outcome::Liveness, "{f:?}");
     assert_eq!(f.detail, "no coordinator is running");

@@ -8,7 +8,7 @@
 //! (default 24), a file expecting a violation shows it, and nothing else, within its first
 //! 400 seeds. A mutant that breaks the protocol makes a clean file fail or a hazard vanish.
 
-use shardsim::campaign::{self, FuzzOptions};
+use shardsim::campaign::{self, Campaign, FuzzOptions};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use std::sync::Arc;
 
@@ -44,13 +44,13 @@ fn every_scenario_matches_its_declaration_on_a_few_seeds() {
         let sc = Arc::new(Scenario::load(&path).unwrap_or_else(|e| panic!("{e}")));
         let expected = sc.expect.outcome;
         let sum = if expected == Outcome::None {
-            campaign::fuzz(&sc, 0, seeds(), 2, &|_| {})
+            Campaign::new(&sc, 0, seeds()).jobs(2).run()
         } else {
             let opts = FuzzOptions {
                 check_determinism: None,
                 until_failure: true,
             };
-            campaign::fuzz_with(&sc, 0, 400, 2, opts, &|_| {})
+            Campaign::new(&sc, 0, 400).jobs(2).options(opts).run()
         };
         let ran = sum.schedules;
         if let Err(why) = campaign::judge(&sc, &sum, ran, true) {

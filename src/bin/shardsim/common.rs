@@ -1,0 +1,42 @@
+//! What several commands share: loading a scenario file, and finding the scenario files
+//! under a folder.
+
+use crate::exit::Exit;
+use shardsim_harness::host::{self, Host};
+use shardsim_harness::scenario::Scenario;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Load a scenario the host can run (else exit 2 naming the field).
+pub fn load_on(path: &Path, host: Host) -> Result<Arc<Scenario>, Exit> {
+    let sc = load(path)?;
+    host::validate(host, &sc, path).map_err(|e| {
+        eprintln!("error: {e}");
+        Exit::BadInput
+    })?;
+    Ok(sc)
+}
+
+pub fn load(path: &Path) -> Result<Arc<Scenario>, Exit> {
+    Scenario::load(path).map(Arc::new).map_err(|e| {
+        eprintln!("error: {e}");
+        Exit::BadInput
+    })
+}
+
+/// Every `.toml` file under `dir`, recursively, in path order.
+pub fn scenario_files(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    entries.sort();
+    let mut out = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(scenario_files(&p));
+        } else if p.extension().is_some_and(|e| e == "toml") {
+            out.push(p);
+        }
+    }
+    out
+}
