@@ -902,6 +902,18 @@ impl World {
         self.c.stats.buffer_high_water = self.c.stats.buffer_high_water.max(hw);
     }
 
+    /// A message between two node incarnations' processes (membership, replicator) over the
+    /// network, unless `to` is no node: `ev` makes its event, given the link's epoch.
+    fn between_nodes(&mut self, from: NodeAddr, to: NodeAddr, ev: impl FnOnce(u32) -> Ev) {
+        if to.node.0 as usize >= self.c.n() {
+            return;
+        }
+        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
+        if let Some((at, epoch)) = self.net.schedule(self.now, a, b, 0) {
+            self.push(at, ev(epoch));
+        }
+    }
+
     fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
         if to.node.0 as usize >= self.c.slots.len() {
             return;
@@ -1109,35 +1121,48 @@ impl Transport for World {
     }
 
     #[inline]
-    fn local(&mut self, at: Instant, input: NodeInput) {
+    fn timer(&mut self, at: Instant, timer: NodeTimer, gen: u64) {
         let NodeAddr { node, inc } = self.c.cur;
-        let ev = match input {
-            NodeInput::Local(msg) => Ev::Local { node, inc, msg },
-            NodeInput::Timer { timer, gen } => Ev::Timer {
+        self.push(
+            at,
+            Ev::Timer {
                 node,
                 inc,
                 timer,
                 gen,
             },
-            NodeInput::DdataStore(req) => Ev::DdataStore { node, inc, req },
-            NodeInput::StoreReply(reply) => Ev::DdataReply { node, inc, reply },
-            NodeInput::EntityActs {
-                entity,
-                incarnation,
-                act,
-            } => Ev::EntityActs {
+        );
+    }
+
+    #[inline]
+    fn local_msg(&mut self, at: Instant, msg: Local) {
+        let NodeAddr { node, inc } = self.c.cur;
+        self.push(at, Ev::Local { node, inc, msg });
+    }
+
+    #[inline]
+    fn entity_acts(&mut self, at: Instant, entity: EntityId, incarnation: u64, act: EntityAct) {
+        let NodeAddr { node, inc } = self.c.cur;
+        self.push(
+            at,
+            Ev::EntityActs {
                 node,
                 inc,
                 entity,
                 incarnation,
                 act,
             },
-            _ => {
-                debug_assert!(false, "not a local input");
-                return;
-            }
-        };
-        self.push(at, ev);
+        );
+    }
+
+    fn ddata_store(&mut self, at: Instant, req: Box<StoreRequest>) {
+        let NodeAddr { node, inc } = self.c.cur;
+        self.push(at, Ev::DdataStore { node, inc, req });
+    }
+
+    fn ddata_reply(&mut self, at: Instant, reply: Box<StoreReply>) {
+        let NodeAddr { node, inc } = self.c.cur;
+        self.push(at, Ev::DdataReply { node, inc, reply });
     }
 
     #[inline]
@@ -1146,39 +1171,21 @@ impl Transport for World {
     }
 
     fn send_cluster(&mut self, from: NodeAddr, to: NodeAddr, msg: MMsg) {
-        if to.node.0 as usize >= self.c.n() {
-            return;
-        }
-        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
-        if let Some((at, epoch)) = self.net.schedule(self.now, a, b, 0) {
-            self.push(
-                at,
-                Ev::Cluster {
-                    from,
-                    to,
-                    msg: Box::new(msg),
-                    epoch,
-                },
-            );
-        }
+        self.between_nodes(from, to, |epoch| Ev::Cluster {
+            from,
+            to,
+            msg: Box::new(msg),
+            epoch,
+        });
     }
 
     fn send_repl(&mut self, from: NodeAddr, to: NodeAddr, msg: Box<ReplMsg>) {
-        if to.node.0 as usize >= self.c.n() {
-            return;
-        }
-        let (a, b) = (from.node.0 as usize, to.node.0 as usize);
-        if let Some((at, epoch)) = self.net.schedule(self.now, a, b, 0) {
-            self.push(
-                at,
-                Ev::Repl {
-                    from,
-                    to,
-                    msg,
-                    epoch,
-                },
-            );
-        }
+        self.between_nodes(from, to, |epoch| Ev::Repl {
+            from,
+            to,
+            msg,
+            epoch,
+        });
     }
 
     fn persist(&mut self, from: NodeAddr, gen: u32, event: CoordinatorEvent) {

@@ -17,6 +17,7 @@ pub fn load_on(path: &Path, host: Host) -> Result<Arc<Scenario>, Exit> {
     Ok(sc)
 }
 
+/// Load a scenario file (else exit 2, the error naming the file, line and field).
 pub fn load(path: &Path) -> Result<Arc<Scenario>, Exit> {
     Scenario::load(path).map(Arc::new).map_err(|e| {
         eprintln!("error: {e}");

@@ -17,14 +17,14 @@ use crate::sim::workload::Workload;
 use crate::sim::{node_config, observation_event, outputs, swarm, RunResult, Stats};
 use crate::trace::{TraceEvent, TraceMode, Tracer};
 use shardsim_core::ddata::{Data, Key, ReplMsg};
-use shardsim_core::ids::{NodeId, NodeInc, ShardId};
+use shardsim_core::ids::{EntityId, NodeId, NodeInc, ShardId};
 use shardsim_core::membership::{MMsg, NodeAddr};
-use shardsim_core::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput};
+use shardsim_core::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
 use shardsim_core::protocol::entity::SharedShards;
 use shardsim_core::protocol::settings::RememberStore;
 use shardsim_core::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Incarnations, MemberStatus, Msg, Observation,
-    Role, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Incarnations, Local, MemberStatus,
+    Msg, Observation, Role, StoreReply, StoreRequest,
 };
 use shardsim_core::rng::{Rng, Stream};
 use shardsim_core::time::{Duration, Instant};
@@ -214,6 +214,7 @@ impl Cluster {
 
     /// A workload sender's next message at `now`: the node it is sent on, the message, and
     /// the shard the node's region routes it to. `None` while that node has no region.
+    #[inline]
     pub(crate) fn workload_message(
         &mut self,
         sender: u32,
@@ -298,9 +299,20 @@ pub(crate) trait Transport {
     /// `TraceEvent::Deliver` for the checker and the trace (a host may take a faster path than
     /// building the event).
     fn emit_deliver(&mut self, env: Envelope, node: NodeId, incarnation: u64);
-    /// An input to the current node incarnation at `at`: a timer, a local message, a store
-    /// request or answer on the node, an entity's own act.
-    fn local(&mut self, at: Instant, input: NodeInput);
+    /// The current node incarnation's timer `timer` of generation `gen` fires at `at`
+    /// (`NodeInput::Timer`).
+    fn timer(&mut self, at: Instant, timer: NodeTimer, gen: u64);
+    /// A message between the current node incarnation's own actors, arriving at `at`
+    /// (`NodeInput::Local`).
+    fn local_msg(&mut self, at: Instant, msg: Local);
+    /// An entity's own decision after a message, an input of the current node incarnation at
+    /// `at` (`NodeInput::EntityActs`).
+    fn entity_acts(&mut self, at: Instant, entity: EntityId, incarnation: u64, act: EntityAct);
+    /// A request to the node's own `ddata` remember-entities store at `at`
+    /// (`NodeInput::DdataStore`).
+    fn ddata_store(&mut self, at: Instant, req: Box<StoreRequest>);
+    /// The answer of the node's own `ddata` store at `at` (`NodeInput::StoreReply`).
+    fn ddata_reply(&mut self, at: Instant, reply: Box<StoreReply>);
     /// A sharding message between actors.
     fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg);
     /// A membership message between nodes.
@@ -338,7 +350,7 @@ impl<T: Transport> NodeHost for Ctx<'_, T> {
             NodeOutput::Local { msg, delay } => {
                 let c = t.cluster_mut();
                 let after = outputs::local_delay_us(&c.sc, delay, &mut c.entity_rng);
-                t.local(now + Duration::from_micros(after), NodeInput::Local(msg));
+                t.local_msg(now + Duration::from_micros(after), msg);
             }
             NodeOutput::Send { from, to, msg } => self.send(from, to, msg),
             NodeOutput::SendCluster { to, msg } => t.send_cluster(me, to, msg),
@@ -360,21 +372,19 @@ impl<T: Transport> NodeHost for Ctx<'_, T> {
                     }
                 }
             }
-            NodeOutput::SetTimer { timer, after, gen } => {
-                t.local(now + after, NodeInput::Timer { timer, gen })
-            }
+            NodeOutput::SetTimer { timer, after, gen } => t.timer(now + after, timer, gen),
             NodeOutput::Persist { gen, event } => t.persist(me, gen, event),
             NodeOutput::Observe { obs, incarnation } => self.observe(obs, incarnation),
             NodeOutput::Store(req)
                 if t.cluster().sc.settings.remember_entities_store == RememberStore::Ddata =>
             {
                 let at = now + Duration::from_micros(t.cluster().sc.entities.local_delay_us);
-                t.local(at, NodeInput::DdataStore(req));
+                t.ddata_store(at, req);
             }
             NodeOutput::Store(req) => t.store(me, req),
             NodeOutput::StoreReplyLocal(reply) => {
                 let at = now + Duration::from_micros(t.cluster().sc.entities.local_delay_us);
-                t.local(at, NodeInput::StoreReply(reply));
+                t.ddata_reply(at, reply);
             }
             NodeOutput::SendRepl { to, msg } => t.send_repl(me, to, msg),
             NodeOutput::Durable { key, data } => {
@@ -441,14 +451,7 @@ impl<T: Transport> NodeHost for Ctx<'_, T> {
         let act = outputs::entity_act(&c.sc.workload, &mut c.entity_rng);
         if let Some(act) = act {
             let now = t.now();
-            t.local(
-                now,
-                NodeInput::EntityActs {
-                    entity: env.entity,
-                    incarnation,
-                    act,
-                },
-            );
+            t.entity_acts(now, env.entity, incarnation, act);
         }
         t.emit_deliver(env, node, incarnation);
     }

@@ -49,11 +49,12 @@ use madsim::export::futures::FutureExt;
 use madsim::net::{Endpoint, NetSim, Receiver, Sender};
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use shardsim_core::ddata::ReplMsg;
-use shardsim_core::ids::{NodeId, NodeInc};
+use shardsim_core::ids::{EntityId, NodeId, NodeInc};
 use shardsim_core::membership::{MMsg, NodeAddr};
 use shardsim_core::node::{NodeInput, NodeTimer};
 use shardsim_core::protocol::{
-    Addr, CoordinatorEvent, DropReason, Envelope, Msg, StoreOp, StoreReply, StoreRequest,
+    Addr, CoordinatorEvent, DropReason, EntityAct, Envelope, Local, Msg, StoreOp, StoreReply,
+    StoreRequest,
 };
 use shardsim_core::time::Instant;
 use std::collections::{BTreeMap, VecDeque};
@@ -758,9 +759,34 @@ impl Transport for Host<'_> {
         });
     }
 
-    fn local(&mut self, at: Instant, input: NodeInput) {
+    fn timer(&mut self, at: Instant, timer: NodeTimer, gen: u64) {
         let node = self.w.c.cur.node;
+        self.w.local(node, at, NodeInput::Timer { timer, gen });
+    }
+
+    fn local_msg(&mut self, at: Instant, msg: Local) {
+        let node = self.w.c.cur.node;
+        self.w.local(node, at, NodeInput::Local(msg));
+    }
+
+    fn entity_acts(&mut self, at: Instant, entity: EntityId, incarnation: u64, act: EntityAct) {
+        let node = self.w.c.cur.node;
+        let input = NodeInput::EntityActs {
+            entity,
+            incarnation,
+            act,
+        };
         self.w.local(node, at, input);
+    }
+
+    fn ddata_store(&mut self, at: Instant, req: Box<StoreRequest>) {
+        let node = self.w.c.cur.node;
+        self.w.local(node, at, NodeInput::DdataStore(req));
+    }
+
+    fn ddata_reply(&mut self, at: Instant, reply: Box<StoreReply>) {
+        let node = self.w.c.cur.node;
+        self.w.local(node, at, NodeInput::StoreReply(reply));
     }
 
     fn send_msg(&mut self, from: Addr, to: Addr, msg: Msg) {
