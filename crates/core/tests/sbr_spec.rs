@@ -876,12 +876,7 @@ fn static_quorum_must_down_reachable_when_not_enough_reachable_nodes() {
 /// StaticQuorum, Spec:210: "down all if N > static-quorum.size * 2 - 1".
 ///
 /// Six members exceed 2 * 3 - 1 = 5: Akka downs all from both sides.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {D, E, F} where
-/// Akka downs {A, B, C, D, E, F}; from side 2 (at D) DownUnreachable {A, B, C} where Akka downs
-/// {A, B, C, D, E, F}.
 #[test]
-#[ignore = "departure: no static-quorum down-all above 2q-1 (Akka DS:381 vs downing.rs:208)"]
 fn static_quorum_must_down_all_if_n_above_static_quorum_size_times_2_minus_1() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E", "F"]];
     assert_side(&QUORUM_3, sides, NO_IC, 0, DA, "ABCDEF");
@@ -892,12 +887,7 @@ fn static_quorum_must_down_all_if_n_above_static_quorum_size_times_2_minus_1() {
 ///
 /// Joining members are downed with their side but not counted. Four steps; the last has six Up
 /// members, more than 2 * 3 - 1, so both sides down all.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {D, E, F} where
-/// Akka downs {A, B, C, D, E, F}; from side 2 (at D) DownUnreachable {A, B, C} where Akka downs
-/// {A, B, C, D, E, F}.
 #[test]
-#[ignore = "departure: no static-quorum down-all above 2q-1 (Akka DS:381 vs downing.rs:208)"]
 fn static_quorum_must_handle_joining() {
     let sides: Sides = &[&["A", "B", "Cj"], &["D", "E", "Fj"]];
     let sides2: Sides = &[&["A", "B", "C"], &["D", "E", "Fj"]];
@@ -916,11 +906,7 @@ fn static_quorum_must_handle_joining() {
 /// StaticQuorum, Spec:244: "handle leaving/exiting".
 ///
 /// Leaving is counted (A, B, Cl: 3), Exiting is not (A, B, Cx: 2, and Cx is not downed either).
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {D, E} where
-/// Akka downs {A, B}.
 #[test]
-#[ignore = "departure: Exiting members are counted (Akka DS:108-115 vs downing.rs:154)"]
 fn static_quorum_must_handle_leaving_exiting() {
     let sides: Sides = &[&["A", "B", "Cl"], &["D", "E"]];
     let sides2: Sides = &[&["A", "B", "Cx"], &["D", "E"]];
@@ -1460,11 +1446,7 @@ fn keep_oldest_must_detect_leaving_exiting_edge_case_oldest_unless_alone_scenari
 ///
 /// Phase 1: Ex is not counted, D is the oldest and alone (1 against 3): D downs itself, Ex is not
 /// downed. Phase 2: El unreachable is the oldest, the other side has 2.
-///
-/// By our reading of `decide` the model gives: from side 1 (at D) DownUnreachable {A, B, C} where
-/// Akka downs {D}.
 #[test]
-#[ignore = "departure: Exiting may be the oldest (Akka DS:108-115 vs downing.rs:188-192)"]
 fn keep_oldest_must_detect_leaving_exiting_edge_case_down_reachable_on_both_sides() {
     let sides: Sides = &[&["D", "Ex"], &["A", "B", "C"]];
     let sides2: Sides = &[&["D", "El"], &["A", "B", "C"]];
@@ -1634,11 +1616,7 @@ fn split_brain_resolver_must_keep_partition_with_oldest() {
 ///
 /// The decision part only (the log warning is not modelled): quorum 2 with 4 members, more than
 /// 2q-1 = 3, so Akka downs all.
-///
-/// By our reading of `decide` the model gives: at A DownUnreachable {C, D} where Akka downs
-/// {A, B, C, D}.
 #[test]
-#[ignore = "departure: no static-quorum down-all above 2q-1 (Akka DS:381 vs downing.rs:208)"]
 fn split_brain_resolver_must_log_warning_if_n_above_static_quorum_size_times_2_minus_1() {
     assert_at(
         &QUORUM_2,
@@ -1705,10 +1683,7 @@ fn split_brain_resolver_must_down_indirectly_connected_with_clean_partition_a_bc
 ///
 /// F is Exiting: Akka never downs it and drops the records about it; the cycle makes E indirectly
 /// connected.
-///
-/// By our reading of `decide` the model gives: at A DownUnreachable {E, F} where Akka downs {E}.
 #[test]
-#[ignore = "departure: Exiting members are downed (Akka DS:260-264 vs downing.rs:151)"]
 fn split_brain_resolver_must_down_indirectly_connected_with_partition_and_exiting_f() {
     let members = &["A", "B", "C", "D", "E", "Fx"];
     let records = &[

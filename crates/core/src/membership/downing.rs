@@ -93,6 +93,30 @@ pub fn decide(strategy: &SbrStrategy, facts: &DowningFacts<'_>, me: NodeAddr) ->
         };
     }
     let gossip = facts.gossip;
+    // Static quorum with more members than `quorum-size * 2 - 1`: both sides of a split could
+    // keep a quorum, so Akka downs everyone, before looking at anything else
+    // (DowningStrategy.scala `StaticQuorum.decide`, `isTooManyMembers`: members counted as
+    // `membersWithRole`, so neither Joining, Exiting nor Down).
+    if let SbrStrategy::StaticQuorum { quorum_size } = strategy {
+        let members = gossip.members.iter().filter(|(_, m)| counts(m)).count();
+        let most = (2 * *quorum_size as usize).saturating_sub(1);
+        if members > most {
+            let all: Vec<NodeAddr> = gossip
+                .members
+                .iter()
+                .filter(|(_, m)| downable(m))
+                .map(|(a, _)| *a)
+                .collect();
+            return Decision {
+                strategy: strategy_name(strategy),
+                outcome: Outcome::DownAll,
+                text: format!(
+                    "{members} members, more than quorum {quorum_size} allows ({most}): down everyone"
+                ),
+                downed: all,
+            };
+        }
+    }
     // Akka SBR "indirectly connected" members: observers of an unreachability that are
     // themselves observed unreachable (one-way cuts, bridges, stale records from before a
     // cut). They are downed; the strategy decides only between the clean sides. Without this,
@@ -135,6 +159,18 @@ pub fn decide(strategy: &SbrStrategy, facts: &DowningFacts<'_>, me: NodeAddr) ->
     d
 }
 
+/// Whether the resolver counts `m` on its side: Up and Leaving (Akka's `members`: neither
+/// Joining, WeaklyUp, Exiting, Down nor Removed).
+fn counts(m: &GossipMember) -> bool {
+    matches!(m.status, MemberStatus::Up | MemberStatus::Leaving)
+}
+
+/// Whether the resolver may down `m`: every live member but an Exiting one (Akka's
+/// `nodesToDown`: `members` without Down and Exiting, plus the joining).
+fn downable(m: &GossipMember) -> bool {
+    m.status < MemberStatus::Down && m.status != MemberStatus::Exiting
+}
+
 /// The strategy between this side and the clean `unreachable` side, `excluded` (the indirectly
 /// connected) counted on neither.
 fn decide_clean(
@@ -143,15 +179,16 @@ fn decide_clean(
     unreachable: &BTreeSet<NodeAddr>,
     excluded: &BTreeSet<NodeAddr>,
 ) -> Decision {
-    // Akka SBR counts Up/Leaving/Exiting members; Joining ones are downed with their side but
-    // do not count.
+    // Akka SBR counts Up and Leaving members; Joining ones are downed with their side but do
+    // not count; Exiting ones are neither counted nor downed (DowningStrategy.scala `members`
+    // and `nodesToDown`'s `downable`).
     let live: Vec<(NodeAddr, &GossipMember)> = gossip
         .members
         .iter()
-        .filter(|(a, m)| m.status < MemberStatus::Down && !excluded.contains(a))
+        .filter(|(a, m)| downable(m) && !excluded.contains(a))
         .map(|(a, m)| (*a, m))
         .collect();
-    let counted = |m: &GossipMember| m.status != MemberStatus::Joining;
+    let counted = |m: &GossipMember| counts(m);
     let mine: Vec<NodeAddr> = live
         .iter()
         .filter(|(a, _)| !unreachable.contains(a))
