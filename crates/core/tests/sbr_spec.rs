@@ -1003,11 +1003,7 @@ fn keep_majority_must_down_each_part_when_split_in_3_too_small_parts_ab_cd_e() {
 /// Phase 1: {A, B, F, G} downs {C, D, E}. Phase 2: F and G are still Joining in the view of
 /// {C, D, E}: 3 against 2 counted, but Akka's edge-case pass counts them on the other side
 /// (3 against 4) and the disagreement gives down-all.
-///
-/// By our reading of `decide` the model gives: from side 2 (at C) DownUnreachable {A, B, F, G}
-/// where Akka downs {A, B, C, D, E, F, G}.
 #[test]
-#[ignore = "departure: no membership-change edge-case pass (Akka DS:451-464 vs downing.rs:175)"]
 fn keep_majority_must_detect_edge_case_of_membership_change_abfg_cde() {
     let sides: Sides = &[&["A", "B", "F", "G"], &["C", "D", "E"]];
     let sides2: Sides = &[&["A", "B", "Fj", "Gj"], &["C", "D", "E"]];
@@ -1020,11 +1016,7 @@ fn keep_majority_must_detect_edge_case_of_membership_change_abfg_cde() {
 ///
 /// As the previous case with a 3 against 3 tie: the edge-case pass counts Fj, the lowest address A
 /// is unreachable, so down-all.
-///
-/// By our reading of `decide` the model gives: from side 2 (at C) DownUnreachable {A, B, F} where
-/// Akka downs {A, B, C, D, E, F}.
 #[test]
-#[ignore = "departure: no membership-change edge-case pass (Akka DS:451-464 vs downing.rs:175)"]
 fn keep_majority_must_detect_edge_case_of_membership_change_when_equal_size_abf_cde() {
     let sides: Sides = &[&["A", "B", "F"], &["C", "D", "E"]];
     let sides2: Sides = &[&["A", "B", "Fj"], &["C", "D", "E"]];
@@ -1049,11 +1041,7 @@ fn keep_majority_must_detect_safe_edge_case_of_membership_change_ab_cdef() {
 ///
 /// Phase 1: 2 against 2 (Al counted, Ej not); the edge-case pass leaves out Al and gives {B} 1
 /// against 2, so down-all. Phase 2: A is Exiting, neither counted nor downed.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {C, D} where
-/// Akka downs {A, B, C, D, E}; from side 2 (at C) DownOwnSide {C, D} where Akka downs {B}.
 #[test]
-#[ignore = "departure: no edge-case pass; Exiting counted (Akka DS:451, 108 vs downing.rs:154)"]
 fn keep_majority_must_detect_edge_case_of_leaving_exiting_membership_change_ab_cd() {
     let sides: Sides = &[&["Al", "B", "Ej"], &["C", "D"]];
     let sides2: Sides = &[&["Ax", "B"], &["C", "D"]];
@@ -1360,11 +1348,7 @@ fn keep_oldest_must_keep_oldest_even_when_alone_when_down_if_alone_false() {
 ///
 /// Phase 1: Ex is not counted, so D is the oldest; Ex is not downed. Phase 2: El is the oldest
 /// (main pass) but the edge-case pass leaves out Leaving: down-all.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownOwnSide {A, B, D} where Akka
-/// downs {C}; from side 2 (at C) DownUnreachable {A, B, D} where Akka downs {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: Exiting may be oldest; no edge pass (Akka DS:108, 547 vs downing.rs:188)"]
 fn keep_oldest_must_detect_leaving_exiting_edge_case_keep_partition_with_oldest_scenario_1() {
     let sides: Sides = &[&["A", "B", "D"], &["C", "Ex"]];
     let sides2: Sides = &[&["A", "B", "D"], &["C", "El"]];
@@ -1377,11 +1361,7 @@ fn keep_oldest_must_detect_leaving_exiting_edge_case_keep_partition_with_oldest_
 ///
 /// El is the oldest of the main pass; the edge-case pass picks D (unreachable, 1 against 3):
 /// down-all from {A, El}.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {B, C, D} where
-/// Akka downs {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: no keep-oldest edge-case pass (Akka DS:547-561 vs downing.rs:187)"]
 fn keep_oldest_must_detect_leaving_exiting_edge_case_keep_partition_with_oldest_scenario_2() {
     let sides: Sides = &[&["A", "El"], &["B", "C", "D"]];
     assert_side(&KEEP_OLDEST, sides, NO_IC, 0, DA, "ABCDE");
@@ -1403,11 +1383,7 @@ fn keep_oldest_must_detect_leaving_exiting_edge_case_keep_partition_with_oldest_
 /// alone, scenario 1".
 ///
 /// E oldest, 2 against 3 without the edge case; leaving out Dl, E is alone: down-all from {Dl, E}.
-///
-/// By our reading of `decide` the model gives: from side 1 (at D) DownUnreachable {A, B, C} where
-/// Akka downs {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: no keep-oldest edge-case pass (Akka DS:547-561 vs downing.rs:187)"]
 fn keep_oldest_must_detect_leaving_exiting_edge_case_oldest_unless_alone_scenario_1() {
     let sides: Sides = &[&["Dl", "E"], &["A", "B", "C"]];
     assert_side(&KEEP_OLDEST, sides, NO_IC, 0, DA, "ABCDE");
@@ -1430,11 +1406,7 @@ fn keep_oldest_must_detect_leaving_exiting_edge_case_oldest_unless_alone_scenari
 ///
 /// From {A, Bl, Cl, Dl}: the main pass keeps it (E alone on the other side), the edge-case pass
 /// leaves {A} 1 against 1 with the oldest there: down-all.
-///
-/// By our reading of `decide` the model gives: from side 2 (at A) DownUnreachable {E} where Akka
-/// downs {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: no keep-oldest edge-case pass (Akka DS:547-561 vs downing.rs:187)"]
 fn keep_oldest_must_detect_leaving_exiting_edge_case_oldest_unless_alone_scenario_3() {
     let sides: Sides = &[&["E"], &["A", "Bl", "Cl", "Dl"]];
     assert_side(&KEEP_OLDEST, sides, NO_IC, 0, DR, "E");
@@ -1458,11 +1430,7 @@ fn keep_oldest_must_detect_leaving_exiting_edge_case_down_reachable_on_both_side
 ///
 /// Phase 1: A alone with Bx, which is neither counted nor downed. Phase 2: Bl is the oldest
 /// (1 against 1) but the edge-case pass picks A: down-all.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownOwnSide {A} where Akka downs
-/// {}; from side 2 (at B) DownUnreachable {A} where Akka downs {A, B}.
 #[test]
-#[ignore = "departure: Exiting may be oldest; no edge pass (Akka DS:108, 547 vs downing.rs:188)"]
 fn keep_oldest_must_detect_leaving_exiting_edge_case_when_one_single_oldest() {
     let sides: Sides = &[&["A"], &["Bx"]];
     let sides2: Sides = &[&["A"], &["Bl"]];
@@ -1475,11 +1443,7 @@ fn keep_oldest_must_detect_leaving_exiting_edge_case_when_one_single_oldest() {
 ///
 /// Aj is not counted: E is alone against 3. From {B, C, D} the edge-case pass counts Aj, so the
 /// other side has 2: down-all.
-///
-/// By our reading of `decide` the model gives: from side 2 (at B) DownUnreachable {A, E} where
-/// Akka downs {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: no keep-oldest edge-case pass (Akka DS:547-561 vs downing.rs:187)"]
 fn keep_oldest_must_detect_joining_up_edge_case_oldest_unless_alone_scenario_1() {
     let sides: Sides = &[&["Aj", "E"], &["B", "C", "D"]];
     assert_side(&KEEP_OLDEST, sides, NO_IC, 0, DR, "AE");

@@ -207,8 +207,27 @@ fn decide_clean(
         .iter()
         .filter(|(a, m)| unreachable.contains(a) && counted(m))
         .count();
+    // Akka's `members(includingPossiblyUp, excludingPossiblyExiting)`: Up always, Leaving unless
+    // it may be Exiting on the other side already, Joining when it may be Up there already.
+    let member_of = |m: &GossipMember, possibly_up: bool, possibly_exiting: bool| match m.status {
+        MemberStatus::Up => true,
+        MemberStatus::Leaving => !possibly_exiting,
+        MemberStatus::Joining => possibly_up,
+        _ => false,
+    };
+    // This side's (`here`) or the unreachable side's members in that sense.
+    let side = |here: bool, possibly_up: bool, possibly_exiting: bool| {
+        live.iter()
+            .filter(|(a, m)| {
+                unreachable.contains(a) != here && member_of(m, possibly_up, possibly_exiting)
+            })
+            .count()
+    };
     let name = strategy_name(strategy);
-    let (survive, text) = match strategy {
+    // `edge`: Akka's second look at a decision to keep this side, counting the membership
+    // changes the partition may hide (`...WhenIncludingMembershipChangesEdgeCase`); when it
+    // concludes otherwise, or nobody is left to count, Akka downs everyone.
+    let (survive, edge, text) = match strategy {
         SbrStrategy::KeepMajority => {
             let total = n_mine + n_theirs;
             // Tie: the side with the lowest address survives.
@@ -219,23 +238,51 @@ fn decide_clean(
                 .next();
             let survive = 2 * n_mine > total
                 || (2 * n_mine == total && lowest.is_some_and(|l| !unreachable.contains(&l)));
-            (survive, format!("{n_mine} of {total} on this side"))
+            // This side as small as it could be (no Leaving), the other as large (its Joining).
+            let edge = total == 0
+                || survive && {
+                    let lowest = live
+                        .iter()
+                        .find(|(_, m)| member_of(m, false, true))
+                        .map(|(a, _)| *a);
+                    let (here, there) = (side(true, false, true), side(false, true, false));
+                    let keep = lowest.is_some_and(|l| {
+                        here > there || (here == there && !unreachable.contains(&l))
+                    });
+                    !keep
+                };
+            (survive, edge, format!("{n_mine} of {total} on this side"))
         }
         SbrStrategy::KeepOldest { down_if_alone } => {
-            let oldest = live
-                .iter()
-                .filter(|(_, m)| counted(m) && m.up_number > 0)
-                .min_by_key(|(a, m)| (m.up_number, *a))
-                .map(|(a, _)| *a);
-            let oldest_here = oldest.is_some_and(|o| !unreachable.contains(&o));
-            let survive = if oldest_here {
-                !(*down_if_alone && n_mine == 1 && n_theirs > 1)
-            } else {
-                *down_if_alone && n_theirs == 1 && n_mine > 1
+            let alone = *down_if_alone;
+            let oldest_of = |possibly_exiting: bool| {
+                live.iter()
+                    .filter(|(_, m)| member_of(m, false, possibly_exiting) && m.up_number > 0)
+                    .min_by_key(|(a, m)| (m.up_number, *a))
+                    .map(|(a, _)| *a)
             };
+            let keep = |oldest_here: bool, here: usize, there: usize| {
+                if oldest_here {
+                    !(alone && here == 1 && there > 1)
+                } else {
+                    alone && there == 1 && here > 1
+                }
+            };
+            let oldest = oldest_of(false);
+            let oldest_here = oldest.is_some_and(|o| !unreachable.contains(&o));
+            let survive = keep(oldest_here, n_mine, n_theirs);
+            // Without the Leaving (they may be Exiting there), with the Joining when down-if-alone
+            // (they may be Up there and change who is alone).
+            let edge = oldest.is_none()
+                || survive
+                    && oldest_of(true).is_none_or(|o| {
+                        let (here, there) = (side(true, alone, true), side(false, alone, true));
+                        !keep(!unreachable.contains(&o), here, there)
+                    });
             let at = oldest.map_or("none".to_string(), |o| o.to_string());
             (
                 survive,
+                edge,
                 format!(
                     "oldest {at} {} (down-if-alone {down_if_alone})",
                     if oldest_here { "here" } else { "there" }
@@ -244,13 +291,18 @@ fn decide_clean(
         }
         SbrStrategy::StaticQuorum { quorum_size } => (
             n_mine >= *quorum_size as usize,
+            false,
             format!("{n_mine} on this side, quorum {quorum_size}"),
         ),
-        SbrStrategy::DownAll => (false, "down all".to_string()),
+        SbrStrategy::DownAll => (false, false, "down all".to_string()),
     };
     let (outcome, text, downed) = if let SbrStrategy::DownAll = strategy {
         let all: Vec<NodeAddr> = live.iter().map(|(a, _)| *a).collect();
         (Outcome::DownAll, format!("{text}: down everyone"), all)
+    } else if edge {
+        let all: Vec<NodeAddr> = live.iter().map(|(a, _)| *a).collect();
+        let why = "membership changing during the partition, down everyone";
+        (Outcome::DownAll, format!("{text}: {why}"), all)
     } else if survive {
         (
             Outcome::DownUnreachable,
@@ -400,8 +452,10 @@ mod tests {
     ///   members see one unreachable node); in 1|2|2 each 2-side sees three unreachable
     ///   members, cannot tell the oldest is alone, and downs itself: all go down.
     /// - keep-majority tie (2|3j: node 4 is Joining and does not count, so 2 against 2): the
-    ///   side with the lowest address (node 0) survives; the Joining node is downed with its
-    ///   side.
+    ///   side with the lowest address (node 0) would survive, but Akka looks again counting
+    ///   the Joining node on the other side (it may be Up there): 2 against 3, a different
+    ///   conclusion, so node 0 downs everyone (`majorityDecisionWhenIncludingMembershipChanges
+    ///   EdgeCase`); the other side downs itself, its Joining node with it.
     /// - Indirectly connected (observers of an unreachability that are themselves observed
     ///   unreachable: 2x3, 4x01, mixed) are downed by everyone whatever the strategy, and
     ///   when nobody clean is unreachable (2x3, 4x01) or the viewer is one of them, only they
@@ -431,7 +485,7 @@ mod tests {
             ("1|2|2",   0, [&[0],          &[1, 2, 3, 4],  &[0],           &[0],        ALL]),
             ("1|2|2",   1, [&[1, 2],       &[1, 2],        &[1, 2],        &[1, 2],     ALL]),
             ("1|2|2",   3, [&[3, 4],       &[3, 4],        &[3, 4],        &[3, 4],     ALL]),
-            ("2|3j",    0, [&[2, 3, 4],    &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
+            ("2|3j",    0, [ALL,           &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
             ("2|3j",    2, [&[2, 3, 4],    &[2, 3, 4],     &[2, 3, 4],     &[2, 3, 4],  ALL]),
             ("2x3",     0, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
             ("2x3",     2, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
