@@ -11,6 +11,14 @@
 //! strategies follow Akka's `split-brain-resolver.md`, as the code decided before this module
 //! was split out.
 //!
+//! The counting follows Akka's `DowningStrategy.scala`: Up and Leaving members count, Joining
+//! ones are downed with their side but do not count, Exiting ones are neither counted nor
+//! downed; static quorum downs everyone when more than `quorum-size * 2 - 1` members count;
+//! keep-majority and keep-oldest look again at a decision to keep their side with the
+//! membership changes a partition may hide (this side without its Leaving, the other with its
+//! Joining) and down everyone when that look disagrees. `crates/core/tests/sbr_spec.rs` holds
+//! Akka's own unit cases against [`decide`], with the departures that remain.
+//!
 //! Every strategy compares "this side" (the deciding node and the members it reaches) with
 //! "the unreachable side" (every unreachable member, however many partitions they are really
 //! in): with three or more partitions each side sees all others as one.

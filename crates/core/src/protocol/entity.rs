@@ -49,7 +49,7 @@ impl ShardExtractor for HashExtractor {
 #[derive(Clone, Copy, Debug)]
 pub struct AkkaHashCodeExtractor {
     /// Akka's `maxNumberOfShards` (a Java `Int`: at most `i32::MAX`; larger values are
-    /// clamped, and [`crate::scenario::Scenario::validate`] rejects them).
+    /// clamped, and the harness's `Scenario::validate` rejects them).
     pub max_number_of_shards: u32,
 }
 

@@ -1,7 +1,7 @@
 //! ShardRegion (docs/akka-reference.md §5) and its child Shards (§6, in [`super::shard`]).
 //!
 //! Sans-IO: call [`Region::handle`] with the current time and one [`Input`], then apply every
-//! [`Output`](crate::protocol::Output) in order. A region runs in hosting mode, or proxy-only
+//! [`Output`] in order. A region runs in hosting mode, or proxy-only
 //! mode (§5.6) where it routes and buffers but never hosts shards.
 //!
 //! The region owns its Shards and routes their local messages ([`Region::local`]): a message
