@@ -471,13 +471,8 @@ impl<'a> Campaign<'a> {
             }
         };
         let on = self.host;
-        let own = |sc: &Arc<Scenario>, seed, mode| run_seed(sc, seed, mode).0;
         let hosted = move |sc: &Arc<Scenario>, seed, mode| host::run_seed(on, sc, seed, mode).0;
-        let run: Runner<'_> = match (self.runner, on) {
-            (Some(r), _) => r,
-            (None, Host::Own) => &own,
-            (None, _) => &hosted,
-        };
+        let run: Runner<'_> = self.runner.unwrap_or(&hosted);
         let (start, len) = self.slice.range(self.seed_start, self.schedules);
         fuzz_impl(
             self.scenario,

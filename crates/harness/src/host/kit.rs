@@ -343,8 +343,8 @@ impl<T: Transport> Ctx<'_, T> {
 impl<T: Transport> NodeHost for Ctx<'_, T> {
     fn output(&mut self, o: NodeOutput) {
         let t = &mut *self.0;
-        let NodeAddr { node, inc } = t.cluster().cur;
-        let me = NodeAddr { node, inc };
+        let me = t.cluster().cur;
+        let NodeAddr { node, inc } = me;
         let now = t.now();
         match o {
             NodeOutput::Local { msg, delay } => {
