@@ -24,55 +24,16 @@ pub mod draw;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Dfs, Reversed};
-use serde_json::{json, Value};
+use serde_json::Value;
 use shardsim_core::time::Instant;
-use shardsim_harness::check::{parse_trace_line, Checker, TraceFileError, Violation};
-use shardsim_harness::sim::causal::{CausalLog, Step, NO_STEP, WORLD};
-use shardsim_harness::trace::{TraceEvent, Tracer};
+use shardsim_harness::check::{Checker, TraceFileError, Violation};
+use shardsim_harness::sim::causal::CausalLog;
+use shardsim_harness::trace::{read_line, Line as TraceLine, StepLine, TraceEvent, Tracer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// The most lines a story has.
 pub const MAX_LINES: usize = 40;
-
-/// One `step` line of a trace (`lost` for a message lost when sent: no number, no events).
-fn step_json(i: Option<usize>, s: &Step) -> String {
-    let mut v = serde_json::Map::new();
-    v.insert("t".into(), json!(s.t));
-    match i {
-        Some(i) => {
-            v.insert("ev".into(), json!("step"));
-            v.insert("step".into(), json!(i));
-        }
-        None => {
-            v.insert("ev".into(), json!("lost"));
-        }
-    }
-    if s.cause != NO_STEP {
-        v.insert("cause".into(), json!(s.cause));
-    }
-    if s.node != WORLD {
-        v.insert("node".into(), json!(s.node));
-    }
-    v.insert("actor".into(), json!(s.actor));
-    v.insert("what".into(), json!(s.what));
-    if let Some(x) = s.shard {
-        v.insert("shard".into(), json!(x.to_string()));
-    }
-    if let Some(x) = s.entity {
-        v.insert("entity".into(), json!(format!("e{x}")));
-    }
-    if let Some(x) = s.from {
-        v.insert("from".into(), json!(x));
-    }
-    if let Some((a, b, c)) = s.user {
-        v.insert("user".into(), json!([a, b, c]));
-    }
-    if s.cut && i.is_some() {
-        v.insert("cut".into(), json!(true));
-    }
-    Value::Object(v).to_string()
-}
 
 /// The trace as JSON Lines with the causal log's `step` lines, each before the events of its
 /// step (what `run --trace` writes).
@@ -82,10 +43,10 @@ pub fn jsonl_with_steps(tracer: &Tracer, causal: &CausalLog) -> String {
     let mut next = 0usize;
     let mut lost = causal.lost.iter().peekable();
     let mut step_line = |s: &mut String, i: usize| {
-        s.push_str(&step_json(Some(i), &causal.steps[i]));
+        s.push_str(&StepLine::of(Some(i), &causal.steps[i]).to_json());
         s.push('\n');
         while let Some(l) = lost.next_if(|l| l.cause as usize == i) {
-            s.push_str(&step_json(None, l));
+            s.push_str(&StepLine::of(None, l).to_json());
             s.push('\n');
         }
     };
@@ -245,106 +206,58 @@ fn read(text: &str) -> Result<Read, ExplainError> {
         if raw.trim().is_empty() {
             continue;
         }
-        let parsed = parse_trace_line(raw, lineno).map_err(ExplainError::Trace)?;
-        let v: Value = serde_json::from_str(raw).map_err(|e| {
+        let err = |field: &str, message: &str| {
             ExplainError::Trace(TraceFileError {
                 line: lineno,
-                field: None,
-                message: format!("not JSON: {e}"),
+                field: Some(field.into()),
+                message: message.into(),
             })
-        })?;
-        let t = v.get("t").and_then(Value::as_u64).unwrap_or(0);
-        let ev_kind = v.get("ev").and_then(Value::as_str);
-        if ev_kind == Some("step") || ev_kind == Some("lost") {
-            let lost = ev_kind == Some("lost");
-            let err = |field: &str, message: &str| {
-                ExplainError::Trace(TraceFileError {
-                    line: lineno,
-                    field: Some(field.into()),
-                    message: message.into(),
-                })
-            };
-            let num = |k: &str| -> Result<Option<u64>, ExplainError> {
-                match v.get(k) {
-                    None => Ok(None),
-                    Some(x) => x.as_u64().map(Some).ok_or_else(|| err(k, "not an integer")),
-                }
-            };
-            let n32 = |k: &str| -> Result<Option<u32>, ExplainError> {
-                num(k)?
-                    .map(|x| u32::try_from(x).map_err(|_| err(k, "too large")))
-                    .transpose()
-            };
-            if !lost {
-                let step = num("step")?.ok_or_else(|| err("step", "missing"))?;
-                if step as usize != real.len() {
-                    return Err(err(
-                        "step",
-                        &format!("step {step} where step {} was due", real.len()),
-                    ));
-                }
-            }
-            let cause = match num("cause")? {
-                None => None,
-                Some(c) => Some(
-                    *real
-                        .get(c as usize)
-                        .ok_or_else(|| err("cause", "names a step that has not happened yet"))?,
-                ),
-            };
-            let text = |k: &str| -> Result<String, ExplainError> {
-                v.get(k)
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .ok_or_else(|| err(k, "missing or not a string"))
-            };
-            let idnum = |k: &str, prefix: &str| -> Result<Option<u32>, ExplainError> {
-                match v.get(k) {
-                    None => Ok(None),
-                    Some(x) => x
-                        .as_str()
-                        .and_then(|s| s.strip_prefix(prefix))
-                        .and_then(|s| s.parse().ok())
-                        .map(Some)
-                        .ok_or_else(|| err(k, "not an id")),
-                }
-            };
-            let user = match v.get("user") {
-                None => None,
-                Some(u) => {
-                    let a = u.as_array().filter(|a| a.len() == 3);
-                    let get = |i: usize| a.and_then(|a| a[i].as_u64());
-                    match (get(0), get(1), get(2)) {
-                        (Some(x), Some(y), Some(z)) => Some((x as u32, y as u32, z)),
-                        _ => return Err(err("user", "not [sender, entity, seq]")),
+        };
+        match read_line(raw, lineno).map_err(ExplainError::Trace)? {
+            TraceLine::Step(s) => {
+                let lost = s.ev == "lost";
+                if let Some(step) = s.step.filter(|_| !lost) {
+                    if step as usize != real.len() {
+                        return Err(err(
+                            "step",
+                            &format!("step {step} where step {} was due", real.len()),
+                        ));
                     }
                 }
-            };
-            steps.push(StepInfo {
-                t,
-                cause,
-                node: n32("node")?,
-                actor: text("actor")?,
-                what: text("what")?,
-                shard: idnum("shard", "")?,
-                entity: idnum("entity", "e")?,
-                from: n32("from")?,
-                user,
-                cut: lost || v.get("cut").and_then(Value::as_bool).unwrap_or(false),
-                events: Vec::new(),
-            });
-            if !lost {
-                real.push(steps.len() - 1);
+                let cause =
+                    match s.cause {
+                        None => None,
+                        Some(c) => Some(*real.get(c as usize).ok_or_else(|| {
+                            err("cause", "names a step that has not happened yet")
+                        })?),
+                    };
+                steps.push(StepInfo {
+                    t: s.t,
+                    cause,
+                    node: s.node,
+                    actor: s.actor,
+                    what: s.what,
+                    shard: s.shard.map(|x| x.0),
+                    entity: s.entity.map(|x| x.0),
+                    from: s.from,
+                    user: s.user,
+                    cut: lost || s.cut,
+                    events: Vec::new(),
+                });
+                if !lost {
+                    real.push(steps.len() - 1);
+                }
             }
-            continue;
-        }
-        let idx = lines.len();
-        if let Some(&s) = real.last() {
-            steps[s].events.push(idx);
-        }
-        lines.push(Line { t, v });
-        if let Some((_, ev)) = parsed {
-            checked.push((idx, ev));
+            TraceLine::Event(t, ev) => {
+                let idx = lines.len();
+                if let Some(&s) = real.last() {
+                    steps[s].events.push(idx);
+                }
+                // The story reads the line's fields by name, as the file has them.
+                let v = serde_json::from_str(&ev.to_json(t)).expect("a trace event's own JSON");
+                lines.push(Line { t: t.0, v });
+                checked.push((idx, ev));
+            }
         }
     }
     Ok((steps, lines, checked))

@@ -7,7 +7,7 @@ use shardsim::campaign::run_seed;
 use shardsim_core::protocol::settings::Mutation;
 use shardsim_harness::check::{recheck, Violation};
 use shardsim_harness::scenario::{Outcome, Scenario};
-use shardsim_harness::trace::TraceMode;
+use shardsim_harness::trace::{read_line, Line, TraceMode, Tracer};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -31,6 +31,9 @@ fn live_and_file_agree(sc: Scenario, seeds: std::ops::Range<u64>) -> usize {
     let mut violations = 0;
     for seed in seeds {
         let (r, tracer) = run_seed(&sc, seed, TraceMode::Full);
+        if seed == 0 {
+            reads_back_as_written(&name, &tracer);
+        }
         let from_file = recheck(&tracer.to_jsonl())
             .unwrap_or_else(|e| panic!("{name} seed {seed}: trace does not parse: {e}"));
         assert_eq!(
@@ -41,6 +44,22 @@ fn live_and_file_agree(sc: Scenario, seeds: std::ops::Range<u64>) -> usize {
         violations += usize::from(r.violation.is_some());
     }
     violations
+}
+
+/// The file is the trace: each line reads back as the event that was written (the schema is
+/// one type, so writer and reader cannot drift apart), and a line written again is the same
+/// text.
+fn reads_back_as_written(name: &str, tracer: &Tracer) {
+    for (i, (t, ev)) in tracer.events().iter().enumerate() {
+        let text = ev.to_json(*t);
+        match read_line(&text, i + 1) {
+            Ok(Line::Event(t2, ev2)) => {
+                assert_eq!((*t, ev), (t2, &ev2), "{name}: {text}");
+                assert_eq!(ev2.to_json(t2), text, "{name}");
+            }
+            other => panic!("{name}: {text} reads as {other:?}"),
+        }
+    }
 }
 
 /// Every scenario under sim-scenarios/, 12 seeds each (4 for the long ones), on two threads

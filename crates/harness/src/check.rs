@@ -389,382 +389,24 @@ impl Checker {
     }
 }
 
-/// A trace file that could not be read.
-#[derive(Debug)]
-pub struct TraceFileError {
-    /// 1-based line.
-    pub line: usize,
-    /// The field at fault, if one.
-    pub field: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
+pub use crate::trace::{TraceFileError, TRACE_ID_BOUND};
 
-impl fmt::Display for TraceFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}", self.line)?;
-        if let Some(fl) = &self.field {
-            write!(f, ": field `{fl}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-/// Node, shard, entity and sender ids a trace file may name: below this (the simulator's
-/// scenarios use a few thousand at most).
-pub const TRACE_ID_BOUND: u32 = 1 << 20;
-
-/// Parse one trace line into the events the checker needs (others are skipped: `None`).
-pub fn parse_trace_line(
-    line: &str,
-    lineno: usize,
-) -> Result<Option<(Instant, TraceEvent)>, TraceFileError> {
-    use shardsim_core::ids::{NodeInc, RegionRef};
-    let err = |field: &str, message: String| TraceFileError {
-        line: lineno,
-        field: Some(field.to_string()),
-        message,
-    };
-    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| TraceFileError {
-        line: lineno,
-        field: None,
-        message: format!("not JSON: {e}"),
-    })?;
-    let t = v
-        .get("t")
-        .and_then(|x| x.as_u64())
-        .ok_or_else(|| err("t", "missing or not an integer".into()))?;
-    let ev = v
-        .get("ev")
-        .and_then(|x| x.as_str())
-        .ok_or_else(|| err("ev", "missing or not a string".into()))?;
-    let num = |k: &str| {
-        v.get(k)
-            .and_then(|x| x.as_u64())
-            .ok_or_else(|| err(k, "missing or not an integer".into()))
-    };
-    let num32 = |k: &str| {
-        num(k).and_then(|n| u32::try_from(n).map_err(|_| err(k, format!("{n} is too large"))))
-    };
-    // The checker indexes its tables by these ids, as the simulator's ids are small; a file's
-    // ids are held to the same bound so that no line can make a table of billions of slots.
-    let bounded = |k: &str, n: u32| {
-        if n < TRACE_ID_BOUND {
-            Ok(n)
-        } else {
-            Err(err(
-                k,
-                format!("id {n} is beyond the trace reader's bound ({TRACE_ID_BOUND} ids)"),
-            ))
-        }
-    };
-    let flag = |k: &str| {
-        v.get(k)
-            .and_then(|x| x.as_bool())
-            .ok_or_else(|| err(k, "missing or not a boolean".into()))
-    };
-    let text = |k: &str| {
-        v.get(k)
-            .and_then(|x| x.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| err(k, "missing or not a string".into()))
-    };
-    let id = |k: &str, prefix: &str| -> Result<u32, TraceFileError> {
-        let s = v
-            .get(k)
-            .and_then(|x| x.as_str())
-            .ok_or_else(|| err(k, "missing or not a string".into()))?;
-        s.strip_prefix(prefix)
-            .and_then(|x| x.parse().ok())
-            .ok_or_else(|| {
-                err(
-                    k,
-                    format!("`{s}` is not an id of the form {prefix}<number>"),
-                )
-            })
-            .and_then(|n| bounded(k, n))
-    };
-    fn typed<T: serde::de::DeserializeOwned>(
-        v: &serde_json::Value,
-        k: &str,
-        err: impl Fn(&str, String) -> TraceFileError,
-    ) -> Result<T, TraceFileError> {
-        let x = v.get(k).ok_or_else(|| err(k, "missing".into()))?;
-        serde_json::from_value(x.clone()).map_err(|e| err(k, e.to_string()))
-    }
-    let node = |k: &str| num32(k).and_then(|n| bounded(k, n)).map(NodeId);
-    let shard = |k: &str| id(k, "").map(ShardId);
-    let entity = |k: &str| id(k, "e").map(EntityId);
-    let sender = |k: &str| id(k, "c").map(SenderId);
-    let e = match ev {
-        "check_config" => TraceEvent::CheckConfig {
-            single_writer: flag("single_writer")?,
-            liveness: flag("liveness")?,
-            handoff_timeout_ms: num("handoff_timeout_ms")?,
-        },
-        "node_up" => TraceEvent::NodeUp {
-            node: node("node")?,
-            incarnation: num32("incarnation")?,
-        },
-        "node_down" => TraceEvent::NodeDown {
-            node: node("node")?,
-            incarnation: num32("incarnation")?,
-            reason: text("reason")?,
-        },
-        "entity_started" => TraceEvent::EntityStarted {
-            entity: entity("entity")?,
-            shard: shard("shard")?,
-            node: node("node")?,
-            incarnation: num("incarnation")?,
-        },
-        "entity_stopped" => TraceEvent::EntityStopped {
-            entity: entity("entity")?,
-            node: node("node")?,
-            incarnation: num("incarnation")?,
-            reason: typed(&v, "reason", err)?,
-        },
-        "shard_failed" => TraceEvent::ShardFailed {
-            node: node("node")?,
-            shard: shard("shard")?,
-            cause: text("cause")?,
-            illegal: flag("illegal")?,
-        },
-        "remember_config" => TraceEvent::RememberConfig {
-            slack_ms: num("slack_ms")?,
-        },
-        "graceful_shutdown_check" => TraceEvent::GracefulShutdownCheck,
-        "store_write" => {
-            let ids = |k: &str| -> Result<Vec<EntityId>, TraceFileError> {
-                let arr = v
-                    .get(k)
-                    .and_then(|x| x.as_array())
-                    .ok_or_else(|| err(k, "missing or not an array".into()))?;
-                arr.iter()
-                    .map(|x| {
-                        x.as_str()
-                            .and_then(|s| s.strip_prefix('e'))
-                            .and_then(|s| s.parse().ok())
-                            .ok_or_else(|| err(k, format!("{x} is not an entity id e<number>")))
-                            .and_then(|n| bounded(k, n))
-                            .map(EntityId)
-                    })
-                    .collect()
-            };
-            TraceEvent::StoreWrite {
-                node: node("node")?,
-                shard: shard("shard")?,
-                started: ids("started")?,
-                stopped: ids("stopped")?,
-            }
-        }
-        "shard_hosted" => TraceEvent::ShardHosted {
-            shard: shard("shard")?,
-            node: node("node")?,
-        },
-        "shard_unhosted" => TraceEvent::ShardUnhosted {
-            shard: shard("shard")?,
-            node: node("node")?,
-        },
-        "send" => TraceEvent::Send {
-            sender: sender("sender")?,
-            entity: entity("entity")?,
-            seq: num("seq")?,
-            node: node("node")?,
-            shard: shard("shard")?,
-        },
-        "deliver" => TraceEvent::Deliver {
-            sender: sender("sender")?,
-            entity: entity("entity")?,
-            seq: num("seq")?,
-            node: node("node")?,
-            incarnation: num("incarnation")?,
-        },
-        "drop" => TraceEvent::Drop {
-            sender: sender("sender")?,
-            entity: entity("entity")?,
-            seq: num("seq")?,
-            reason: typed(&v, "reason", err)?,
-            node: node("node")?,
-        },
-        "persisted" => TraceEvent::Persisted {
-            node: node("node")?,
-            incarnation: num32("incarnation")?,
-            generation: num32("generation")?,
-            event: typed(&v, "event", err)?,
-        },
-        "persist_acked" => TraceEvent::PersistAcked {
-            node: node("node")?,
-            incarnation: num32("incarnation")?,
-            generation: num32("generation")?,
-        },
-        "coordinator_state_loaded" => TraceEvent::CoordinatorStateLoaded {
-            node: node("node")?,
-            events: typed(&v, "events", err)?,
-        },
-        "coordinator_state_updated" => TraceEvent::CoordinatorStateUpdated {
-            node: node("node")?,
-            event: typed(&v, "event", err)?,
-        },
-        "coordinator_started" => TraceEvent::CoordinatorStarted {
-            node: node("node")?,
-            incarnation: num32("incarnation")?,
-            generation: num32("generation")?,
-            replayed: num("replayed")? as usize,
-        },
-        "coordinator_stopped" => TraceEvent::CoordinatorStopped {
-            node: node("node")?,
-            reason: text("reason")?,
-        },
-        "rebalance_started" => TraceEvent::RebalanceStarted {
-            shard: shard("shard")?,
-            from: node("from")?,
-            coordinator: node("coordinator")?,
-        },
-        "rebalance_done" => TraceEvent::RebalanceDone {
-            shard: shard("shard")?,
-            ok: flag("ok")?,
-            coordinator: node("coordinator")?,
-        },
-        "allocation_decided" => TraceEvent::AllocationDecided {
-            node: node("node")?,
-            shard: shard("shard")?,
-            region: RegionRef {
-                node: node("region")?,
-                inc: NodeInc(num32("region_incarnation")?),
-            },
-        },
-        "member_view" => {
-            let members = v
-                .get("members")
-                .and_then(|x| x.as_array())
-                .ok_or_else(|| err("members", "missing or not an array".into()))?
-                .iter()
-                .map(|m| {
-                    crate::trace::member_from_json(m).ok_or_else(|| {
-                        err(
-                            "members",
-                            format!("`{m}` is not a member (node, incarnation, up_number, status, hosting)"),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            TraceEvent::MemberView {
-                node: node("node")?,
-                members,
-            }
-        }
-        "region_coordinator" => {
-            let coordinator = match v.get("coordinator") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(c) => {
-                    let part = |k: &str| {
-                        c.get(k)
-                            .and_then(|x| x.as_u64())
-                            .and_then(|n| u32::try_from(n).ok())
-                            .ok_or_else(|| {
-                                err("coordinator", format!("`{k}` missing or not an integer"))
-                            })
-                    };
-                    Some(RegionRef {
-                        node: NodeId(part("node")?),
-                        inc: NodeInc(part("incarnation")?),
-                    })
-                }
-            };
-            TraceEvent::RegionCoordinator {
-                node: node("node")?,
-                coordinator,
-            }
-        }
-        "region_stopped" => TraceEvent::RegionStopped {
-            node: node("node")?,
-            reason: text("reason")?,
-        },
-        "liveness_phase" => TraceEvent::LivenessPhase {
-            from: Instant(num("from")?),
-            to: Instant(num("to")?),
-        },
-        "fault" => TraceEvent::Fault {
-            fault: text("fault")?,
-            detail: text("detail")?,
-        },
-        "graceful_leave" => TraceEvent::GracefulLeave {
-            node: node("node")?,
-            incarnation: num32("incarnation")?,
-            settle_ms: num("settle_ms")?,
-        },
-        "pending" => {
-            TraceEvent::Pending {
-                sender: sender("sender")?,
-                entity: entity("entity")?,
-                seq: num("seq")?,
-                node: node("node")?,
-                place: {
-                    let p = text("place")?;
-                    crate::trace::Place::from_name(&p).ok_or_else(|| {
-                    err(
-                        "place",
-                        format!("`{p}` is not network, local, deferred, region_buffer or shard_buffer"),
-                    )
-                })?
-                },
-            }
-        }
-        "shard_load_failed" => TraceEvent::ShardLoadFailed {
-            node: node("node")?,
-            shard: shard("shard")?,
-        },
-        "region_restarted" => TraceEvent::RegionRestarted {
-            node: node("node")?,
-        },
-        // The protocol messages the hosting-ack rule reads; the others are not checked.
-        "msg" => {
-            use shardsim_core::protocol::{Msg, Role};
-            let actor = match text("actor")?.as_str() {
-                "coordinator" => Role::Coordinator,
-                "region" => Role::Region,
-                "singleton" => Role::SingletonManager,
-                a => return Err(err("actor", format!("`{a}` is not an actor"))),
-            };
-            let msg = match text("msg")?.as_str() {
-                "ShardStarted" => Msg::ShardStarted {
-                    shard: shard("shard")?,
-                },
-                "HandOff" => Msg::HandOff {
-                    shard: shard("shard")?,
-                },
-                _ => return Ok(None),
-            };
-            TraceEvent::Msg {
-                from: node("from")?,
-                to: node("to")?,
-                actor,
-                msg,
-            }
-        }
-        "run_end" => TraceEvent::RunEnd {
-            in_flight: num("in_flight")?,
-        },
-        "role_breach" => TraceEvent::RoleBreach {
-            node: node("node")?,
-            role: text("role")?,
-            rule: text("rule")?,
-            detail: text("detail")?,
-        },
-        _ => return Ok(None),
-    };
-    Ok(Some((Instant(t), e)))
-}
-
-/// Re-check a whole JSON Lines trace from its text alone. Returns the first violation.
+/// Re-check a whole JSON Lines trace from its text alone. Returns the first violation. A
+/// trace ends with its `run_end` line, or with the `violation` that stopped the run: a file
+/// that ends otherwise was cut short, and is an error naming its last line.
 pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
     let mut c = Checker::new();
+    let mut last = (0, false);
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        match parse_trace_line(line, i + 1)? {
-            Some((t, ev)) => {
+        match crate::trace::read_line(line, i + 1)? {
+            crate::trace::Line::Event(t, ev) => {
+                last = (
+                    i + 1,
+                    matches!(ev, TraceEvent::RunEnd { .. } | TraceEvent::Violation { .. }),
+                );
                 if let TraceEvent::Send {
                     sender,
                     entity,
@@ -790,19 +432,23 @@ pub fn recheck(text: &str) -> Result<Option<Violation>, TraceFileError> {
                     return Ok(Some(v));
                 }
             }
-            // A line the checker does not read still says that time moved on (a file written
-            // up to a violation ends with such lines).
-            None => {
-                let t = serde_json::from_str::<serde_json::Value>(line)
-                    .ok()
-                    .and_then(|v| v.get("t").and_then(|t| t.as_u64()));
-                if let Some(v) = t.and_then(|t| c.advance(Instant(t))) {
+            // A causal step line says that time moved on (a file written up to a violation
+            // may end with such lines).
+            crate::trace::Line::Step(s) => {
+                if let Some(v) = c.advance(Instant(s.t)) {
                     return Ok(Some(v));
                 }
             }
         }
     }
-    Ok(None)
+    match last {
+        (_, true) => Ok(None),
+        (line, false) => Err(TraceFileError {
+            line: line.max(1),
+            field: None,
+            message: "the trace ends without its `run_end` or `violation` line: cut short?".into(),
+        }),
+    }
 }
 
 /// Re-check a trace file; errors name the file and line.
@@ -952,8 +598,17 @@ mod tests {
             "{{\"t\":1,\"ev\":\"send\",\"sender\":\"c1\",\"entity\":\"e9\",\"seq\":{seq},\"node\":0,\"shard\":\"8\"}}\n"
         )
         };
-        let ok = send(1) + &send(2);
+        let pending = |seq: u64| {
+            format!(
+            "{{\"t\":2,\"ev\":\"pending\",\"sender\":\"c1\",\"entity\":\"e9\",\"seq\":{seq},\"node\":0,\"place\":\"network\"}}\n"
+        )
+        };
+        let end = "{\"t\":2,\"ev\":\"run_end\",\"in_flight\":2}\n";
+        let ok = send(1) + &send(2) + &pending(1) + &pending(2) + end;
         assert!(recheck(&ok).unwrap().is_none());
+        // Without its end the file was cut short.
+        let e = recheck(&(send(1) + &send(2))).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (2, None), "{e}");
         for bad in [send(1) + &send(u64::MAX), send(2), send(1) + &send(1)] {
             let e = recheck(&bad).unwrap_err();
             assert_eq!(e.field.as_deref(), Some("seq"), "{e}");
@@ -1134,8 +789,9 @@ mod tests {
         ];
         for e in events {
             let line = e.to_json(Instant(42));
-            let back = parse_trace_line(&line, 1).unwrap_or_else(|err| panic!("{line}: {err}"));
-            assert_eq!(back, Some((Instant(42), e)), "{line}");
+            let back =
+                crate::trace::read_line(&line, 1).unwrap_or_else(|err| panic!("{line}: {err}"));
+            assert_eq!(back, crate::trace::Line::Event(Instant(42), e), "{line}");
         }
     }
 

@@ -2,19 +2,22 @@
 //! has `t` (simulated microseconds) and `ev`. The same typed events feed the live checkers, so a
 //! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
 
-use serde_json::{json, Value};
-use shardsim_core::ids::{EntityId, NodeId, NodeInc, RegionRef, SenderId, ShardId};
+use serde::{Deserialize, Serialize};
+use shardsim_core::ids::{EntityId, NodeId, RegionRef, SenderId, ShardId};
 use shardsim_core::protocol::{
-    Addr, CoordinatorEvent, DropReason, Member, Msg, Role, ShardTimer, StopReason, Timer,
+    Addr, CoordinatorEvent, DropReason, Member, Msg, Role, StopReason, Timer,
 };
 use shardsim_core::time::Instant;
 use std::hash::{Hash, Hasher};
 
 mod flows;
+pub mod schema;
 pub use flows::{Flow, FlowLog};
+pub use schema::{read_line, Line, StepLine, TraceFileError, TRACE_ID_BOUND};
 
 /// One traced event.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "ev", rename_all = "snake_case")]
 pub enum TraceEvent {
     /// What the run checks, recorded first so a trace file can be re-checked from itself.
     CheckConfig {
@@ -44,8 +47,10 @@ pub enum TraceEvent {
     /// An entity incarnation started.
     EntityStarted {
         /// The entity.
+        #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Its shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// Where.
         node: NodeId,
@@ -55,6 +60,7 @@ pub enum TraceEvent {
     /// An entity incarnation stopped.
     EntityStopped {
         /// The entity.
+        #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Where.
         node: NodeId,
@@ -66,8 +72,10 @@ pub enum TraceEvent {
     /// A sender handed a message to its local region.
     Send {
         /// Sender.
+        #[serde(with = "schema::sender")]
         sender: SenderId,
         /// Entity.
+        #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
         seq: u64,
@@ -75,13 +83,16 @@ pub enum TraceEvent {
         node: NodeId,
         /// The entity's shard under the extractor of the sender's node incarnation (where
         /// its region routes the message; with `per-incarnation` other nodes may disagree).
+        #[serde(with = "schema::shard")]
         shard: ShardId,
     },
     /// A message reached its entity.
     Deliver {
         /// Sender.
+        #[serde(with = "schema::sender")]
         sender: SenderId,
         /// Entity.
+        #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
         seq: u64,
@@ -93,8 +104,10 @@ pub enum TraceEvent {
     /// A user message was dropped.
     Drop {
         /// Sender.
+        #[serde(with = "schema::sender")]
         sender: SenderId,
         /// Entity.
+        #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
         seq: u64,
@@ -110,8 +123,10 @@ pub enum TraceEvent {
         /// Receiving node.
         to: NodeId,
         /// The receiving actor.
+        #[serde(with = "schema::role")]
         actor: Role,
         /// The message.
+        #[serde(flatten, with = "schema::msg_fields")]
         msg: Msg,
     },
     /// A message reached a node incarnation that is gone, or an actor that is not running.
@@ -121,6 +136,7 @@ pub enum TraceEvent {
         /// Receiving node.
         to: NodeId,
         /// The message.
+        #[serde(flatten, with = "schema::msg_fields")]
         msg: Msg,
     },
     /// A timer fired.
@@ -128,6 +144,7 @@ pub enum TraceEvent {
         /// Where.
         node: NodeId,
         /// Which.
+        #[serde(flatten, with = "schema::timer_fields")]
         timer: Timer,
     },
     /// The journal appended a coordinator's write.
@@ -164,6 +181,7 @@ pub enum TraceEvent {
     /// A region started hosting a shard.
     ShardHosted {
         /// Shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// Where.
         node: NodeId,
@@ -171,6 +189,7 @@ pub enum TraceEvent {
     /// A region stopped hosting a shard.
     ShardUnhosted {
         /// Shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// Where.
         node: NodeId,
@@ -178,6 +197,7 @@ pub enum TraceEvent {
     /// The coordinator allocated a shard.
     ShardAllocated {
         /// Shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// To this node's region.
         node: NodeId,
@@ -185,6 +205,7 @@ pub enum TraceEvent {
     /// A hand-off began.
     RebalanceStarted {
         /// Shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// From this node's region.
         from: NodeId,
@@ -194,6 +215,7 @@ pub enum TraceEvent {
     /// A hand-off ended.
     RebalanceDone {
         /// Shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// False on handoff-timeout.
         ok: bool,
@@ -205,8 +227,10 @@ pub enum TraceEvent {
         /// The coordinator's node.
         node: NodeId,
         /// Shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// The chosen region.
+        #[serde(flatten, with = "schema::region_fields")]
         region: RegionRef,
     },
     /// A node's member view changed (also empty when the node goes up or down).
@@ -214,6 +238,7 @@ pub enum TraceEvent {
         /// The node.
         node: NodeId,
         /// Its view, oldest first.
+        #[serde(with = "schema::members")]
         members: Vec<Member>,
     },
     /// The coordinator a node's region is registered with changed.
@@ -221,6 +246,7 @@ pub enum TraceEvent {
         /// The region's node.
         node: NodeId,
         /// The coordinator's node and incarnation; `None`: not registered.
+        #[serde(with = "schema::opt_region")]
         coordinator: Option<RegionRef>,
     },
     /// A region stopped itself (its node stays up).
@@ -306,6 +332,7 @@ pub enum TraceEvent {
         /// Where.
         node: NodeId,
         /// The shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// Why.
         cause: String,
@@ -319,10 +346,13 @@ pub enum TraceEvent {
         /// The writing Shard's node.
         node: NodeId,
         /// The shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// Entities added.
+        #[serde(with = "schema::entities")]
         started: Vec<EntityId>,
         /// Entities removed.
+        #[serde(with = "schema::entities")]
         stopped: Vec<EntityId>,
     },
     /// Remember-entities is on: a remembered entity may be down for `slack_ms` after its
@@ -336,8 +366,10 @@ pub enum TraceEvent {
         /// The reading Shard's node.
         node: NodeId,
         /// The shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
         /// The remembered entities it returned.
+        #[serde(with = "schema::entities")]
         entities: Vec<EntityId>,
     },
     /// A ddata coordinator read its state (§3.3): the events that rebuild it from empty.
@@ -376,8 +408,10 @@ pub enum TraceEvent {
     /// the file, and a run with a liveness phase fails on one sent before its window closed.
     Pending {
         /// Sender.
+        #[serde(with = "schema::sender")]
         sender: SenderId,
         /// Entity.
+        #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
         seq: u64,
@@ -395,12 +429,14 @@ pub enum TraceEvent {
         /// Where.
         node: NodeId,
         /// The shard.
+        #[serde(with = "schema::shard")]
         shard: ShardId,
     },
 }
 
 /// Where a user message pending at the end of a run is ([`TraceEvent::Pending`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Place {
     /// On the network, to the node's region.
     Network,
@@ -412,103 +448,6 @@ pub enum Place {
     RegionBuffer,
     /// In a Shard's buffer (a passivating or restarting entity, a Shard initialising).
     ShardBuffer,
-}
-
-impl Place {
-    /// The name in trace files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Place::Network => "network",
-            Place::Local => "local",
-            Place::Deferred => "deferred",
-            Place::RegionBuffer => "region_buffer",
-            Place::ShardBuffer => "shard_buffer",
-        }
-    }
-
-    /// The inverse of [`Place::name`].
-    pub fn from_name(s: &str) -> Option<Place> {
-        [
-            Place::Network,
-            Place::Local,
-            Place::Deferred,
-            Place::RegionBuffer,
-            Place::ShardBuffer,
-        ]
-        .into_iter()
-        .find(|p| p.name() == s)
-    }
-}
-
-fn ids_json(ids: &[EntityId]) -> Value {
-    Value::Array(ids.iter().map(|e| json!(e.to_string())).collect())
-}
-
-fn reason_str<T: serde::Serialize>(r: &T) -> Value {
-    serde_json::to_value(r).unwrap_or(Value::Null)
-}
-
-/// One member of a view: `{"node", "incarnation", "up_number", "status", "hosting"}`, and
-/// `"app_version"` when it is not 0 (so traces of scenarios without app versions stay as they
-/// were).
-fn member_json(m: &Member) -> Value {
-    let mut v = json!({
-        "node": m.node.0,
-        "incarnation": m.inc.0,
-        "up_number": m.up_number,
-        "status": reason_str(&m.status),
-        "hosting": m.hosting,
-    });
-    if m.app_version != 0 {
-        v["app_version"] = json!(m.app_version);
-    }
-    v
-}
-
-/// The inverse of [`member_json`].
-pub(crate) fn member_from_json(v: &Value) -> Option<Member> {
-    let num = |k: &str| v.get(k).and_then(|x| x.as_u64());
-    Some(Member {
-        node: NodeId(u32::try_from(num("node")?).ok()?),
-        inc: NodeInc(u32::try_from(num("incarnation")?).ok()?),
-        up_number: u32::try_from(num("up_number")?).ok()?,
-        status: serde_json::from_value(v.get("status")?.clone()).ok()?,
-        hosting: v.get("hosting")?.as_bool()?,
-        app_version: match v.get("app_version") {
-            None => 0,
-            Some(x) => u32::try_from(x.as_u64()?).ok()?,
-        },
-    })
-}
-
-fn msg_json(m: &Msg, v: &mut serde_json::Map<String, Value>) {
-    v.insert("msg".into(), json!(m.name()));
-    if let Some(s) = m.shard() {
-        v.insert("shard".into(), json!(s.to_string()));
-    }
-    match m {
-        Msg::User(e) => {
-            v.insert("sender".into(), json!(e.sender.to_string()));
-            v.insert("entity".into(), json!(e.entity.to_string()));
-            v.insert("seq".into(), json!(e.seq));
-        }
-        Msg::ShardHome { region, .. } => {
-            v.insert("region".into(), json!(region.node.0));
-        }
-        Msg::Register { region } => {
-            v.insert("region".into(), json!(region.node.0));
-        }
-        Msg::RegisterProxy { proxy } => {
-            v.insert("region".into(), json!(proxy.node.0));
-        }
-        Msg::GracefulShutdownReq { region } | Msg::RegionStopped { region } => {
-            v.insert("region".into(), json!(region.node.0));
-        }
-        Msg::BeginHandOffAck { region, .. } | Msg::BeginHandOffAckRelay { region, .. } => {
-            v.insert("region".into(), json!(region.node.0));
-        }
-        _ => {}
-    }
 }
 
 impl TraceEvent {
@@ -559,350 +498,6 @@ impl TraceEvent {
             TraceEvent::Pending { .. } => "pending",
             TraceEvent::ShardLoadFailed { .. } => "shard_load_failed",
         }
-    }
-
-    /// One JSON line (without the newline).
-    pub fn to_json(&self, t: Instant) -> String {
-        let mut v = serde_json::Map::new();
-        v.insert("t".into(), json!(t.0));
-        v.insert("ev".into(), json!(self.kind()));
-        let mut put = |k: &str, x: Value| {
-            v.insert(k.into(), x);
-        };
-        match self {
-            TraceEvent::NodeUp { node, incarnation } => {
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-            }
-            TraceEvent::NodeDown {
-                node,
-                incarnation,
-                reason,
-            } => {
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-                put("reason", json!(reason));
-            }
-            TraceEvent::EntityStarted {
-                entity,
-                shard,
-                node,
-                incarnation,
-            } => {
-                put("entity", json!(entity.to_string()));
-                put("shard", json!(shard.to_string()));
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-            }
-            TraceEvent::EntityStopped {
-                entity,
-                node,
-                incarnation,
-                reason,
-            } => {
-                put("entity", json!(entity.to_string()));
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-                put("reason", reason_str(reason));
-            }
-            TraceEvent::Send {
-                sender,
-                entity,
-                seq,
-                node,
-                shard,
-            } => {
-                put("sender", json!(sender.to_string()));
-                put("entity", json!(entity.to_string()));
-                put("seq", json!(seq));
-                put("node", json!(node.0));
-                put("shard", json!(shard.to_string()));
-            }
-            TraceEvent::Deliver {
-                sender,
-                entity,
-                seq,
-                node,
-                incarnation,
-            } => {
-                put("sender", json!(sender.to_string()));
-                put("entity", json!(entity.to_string()));
-                put("seq", json!(seq));
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-            }
-            TraceEvent::Drop {
-                sender,
-                entity,
-                seq,
-                reason,
-                node,
-            } => {
-                put("sender", json!(sender.to_string()));
-                put("entity", json!(entity.to_string()));
-                put("seq", json!(seq));
-                put("reason", reason_str(reason));
-                put("node", json!(node.0));
-            }
-            TraceEvent::Msg {
-                from,
-                to,
-                actor,
-                msg,
-            } => {
-                put("from", json!(from.0));
-                put("to", json!(to.0));
-                put(
-                    "actor",
-                    json!(match actor {
-                        Role::Coordinator => "coordinator",
-                        Role::Region => "region",
-                        Role::SingletonManager => "singleton",
-                    }),
-                );
-                msg_json(msg, &mut v);
-            }
-            TraceEvent::DeadLetter { from, to, msg } => {
-                put("from", json!(from.0));
-                put("to", json!(to.0));
-                msg_json(msg, &mut v);
-            }
-            TraceEvent::Timer { node, timer } => {
-                put("node", json!(node.0));
-                let (name, shard) = match timer {
-                    Timer::RegionRetry => ("Retry", None),
-                    Timer::RegisterRetry => ("RegisterRetry", None),
-                    Timer::RebalanceTick => ("RebalanceTick", None),
-                    Timer::ResendShardHost(s) => ("ResendShardHost", Some(*s)),
-                    Timer::HandOffTimeout(s) => ("HandOffTimeout", Some(*s)),
-                    Timer::StateInitialized => ("StateInitialized", None),
-                    Timer::DelayedShardRegionTerminated(_) => {
-                        ("DelayedShardRegionTerminated", None)
-                    }
-                    Timer::PersistTimeout => ("PersistTimeout", None),
-                    Timer::RestartShard(s) => ("RestartShard", Some(*s)),
-                    Timer::StarterRetry(s) => ("RememberEntityStarterRetry", Some(*s)),
-                    Timer::GracefulShutdownTimeout => ("GracefulShutdownTimeout", None),
-                    Timer::Shard { shard, kind, .. } => (
-                        match kind {
-                            ShardTimer::HandOffStopTimeout => "HandOffStopTimeout",
-                            ShardTimer::PassivationTimedOut(_) => "PassivationTimedOut",
-                            ShardTimer::PassivateIdleTick => "PassivateIdleTick",
-                            ShardTimer::RestartTerminatedEntity(_) => "RestartTerminatedEntity",
-                            ShardTimer::RememberEntityTimeout => "RememberEntityTimeout",
-                        },
-                        Some(*shard),
-                    ),
-                };
-                put("timer", json!(name));
-                if let Some(s) = shard {
-                    put("shard", json!(s.to_string()));
-                }
-            }
-            TraceEvent::Persisted {
-                node,
-                incarnation,
-                generation,
-                event,
-            } => {
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-                put("generation", json!(generation));
-                put("event", serde_json::to_value(event).unwrap_or(Value::Null));
-            }
-            TraceEvent::PersistAcked {
-                node,
-                incarnation,
-                generation,
-            } => {
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-                put("generation", json!(generation));
-            }
-            TraceEvent::CoordinatorStateLoaded { node, events } => {
-                put("node", json!(node.0));
-                put(
-                    "events",
-                    serde_json::to_value(events).unwrap_or(Value::Null),
-                );
-            }
-            TraceEvent::CoordinatorStateUpdated { node, event } => {
-                put("node", json!(node.0));
-                put("event", serde_json::to_value(event).unwrap_or(Value::Null));
-            }
-            TraceEvent::CoordinatorStarted {
-                node,
-                incarnation,
-                generation,
-                replayed,
-            } => {
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-                put("generation", json!(generation));
-                put("replayed", json!(replayed));
-            }
-            TraceEvent::ShardHosted { shard, node } | TraceEvent::ShardUnhosted { shard, node } => {
-                put("shard", json!(shard.to_string()));
-                put("node", json!(node.0));
-            }
-            TraceEvent::ShardAllocated { shard, node } => {
-                put("shard", json!(shard.to_string()));
-                put("node", json!(node.0));
-            }
-            TraceEvent::RebalanceStarted {
-                shard,
-                from,
-                coordinator,
-            } => {
-                put("shard", json!(shard.to_string()));
-                put("from", json!(from.0));
-                put("coordinator", json!(coordinator.0));
-            }
-            TraceEvent::RebalanceDone {
-                shard,
-                ok,
-                coordinator,
-            } => {
-                put("shard", json!(shard.to_string()));
-                put("ok", json!(ok));
-                put("coordinator", json!(coordinator.0));
-            }
-            TraceEvent::AllocationDecided {
-                node,
-                shard,
-                region,
-            } => {
-                put("node", json!(node.0));
-                put("shard", json!(shard.to_string()));
-                put("region", json!(region.node.0));
-                put("region_incarnation", json!(region.inc.0));
-            }
-            TraceEvent::MemberView { node, members } => {
-                put("node", json!(node.0));
-                put(
-                    "members",
-                    Value::Array(members.iter().map(member_json).collect()),
-                );
-            }
-            TraceEvent::RegionCoordinator { node, coordinator } => {
-                put("node", json!(node.0));
-                put(
-                    "coordinator",
-                    match coordinator {
-                        Some(c) => json!({"node": c.node.0, "incarnation": c.inc.0}),
-                        None => Value::Null,
-                    },
-                );
-            }
-            TraceEvent::RegionStopped { node, reason } => {
-                put("node", json!(node.0));
-                put("reason", json!(reason));
-            }
-            TraceEvent::RoleBreach {
-                node,
-                role,
-                rule,
-                detail,
-            } => {
-                put("node", json!(node.0));
-                put("role", json!(role));
-                put("rule", json!(rule));
-                put("detail", json!(detail));
-            }
-            TraceEvent::RegionRestarted { node } => put("node", json!(node.0)),
-            TraceEvent::Violation { invariant, detail } => {
-                put("invariant", json!(invariant));
-                put("detail", json!(detail));
-            }
-            TraceEvent::Fault { fault, detail } => {
-                put("fault", json!(fault));
-                put("detail", json!(detail));
-            }
-            TraceEvent::Cluster { node, event } => {
-                put("node", json!(node.0));
-                put("event", json!(event));
-            }
-            TraceEvent::CoordinatorStopped { node, reason }
-            | TraceEvent::RecoveryFailed { node, reason } => {
-                put("node", json!(node.0));
-                put("reason", json!(reason));
-            }
-            TraceEvent::SwarmProfile { profile } => put("profile", json!(profile)),
-            TraceEvent::LivenessPhase { from, to } => {
-                put("from", json!(from.0));
-                put("to", json!(to.0));
-            }
-            TraceEvent::CheckConfig {
-                single_writer,
-                liveness,
-                handoff_timeout_ms,
-            } => {
-                put("single_writer", json!(single_writer));
-                put("liveness", json!(liveness));
-                put("handoff_timeout_ms", json!(handoff_timeout_ms));
-            }
-            TraceEvent::RunEnd { in_flight } => put("in_flight", json!(in_flight)),
-            TraceEvent::ShardFailed {
-                node,
-                shard,
-                cause,
-                illegal,
-            } => {
-                put("node", json!(node.0));
-                put("shard", json!(shard.to_string()));
-                put("cause", json!(cause));
-                put("illegal", json!(illegal));
-            }
-            TraceEvent::StoreWrite {
-                node,
-                shard,
-                started,
-                stopped,
-            } => {
-                put("node", json!(node.0));
-                put("shard", json!(shard.to_string()));
-                put("started", ids_json(started));
-                put("stopped", ids_json(stopped));
-            }
-            TraceEvent::RememberConfig { slack_ms } => put("slack_ms", json!(slack_ms)),
-            TraceEvent::StoreRead {
-                node,
-                shard,
-                entities,
-            } => {
-                put("node", json!(node.0));
-                put("shard", json!(shard.to_string()));
-                put("entities", ids_json(entities));
-            }
-            TraceEvent::GracefulShutdownCheck => {}
-            TraceEvent::GracefulLeave {
-                node,
-                incarnation,
-                settle_ms,
-            } => {
-                put("node", json!(node.0));
-                put("incarnation", json!(incarnation));
-                put("settle_ms", json!(settle_ms));
-            }
-            TraceEvent::Pending {
-                sender,
-                entity,
-                seq,
-                node,
-                place,
-            } => {
-                put("sender", json!(sender.to_string()));
-                put("entity", json!(entity.to_string()));
-                put("seq", json!(seq));
-                put("node", json!(node.0));
-                put("place", json!(place.name()));
-            }
-            TraceEvent::ShardLoadFailed { node, shard } => {
-                put("node", json!(node.0));
-                put("shard", json!(shard.to_string()));
-            }
-        }
-        Value::Object(v).to_string()
     }
 }
 
