@@ -25,10 +25,13 @@ pub mod draw;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Dfs, Reversed};
 use serde_json::Value;
+use shardsim_core::membership::{MemberStatus, MembershipEvent};
 use shardsim_core::time::Instant;
 use shardsim_harness::check::{Checker, TraceFileError, Violation};
 use shardsim_harness::sim::causal::CausalLog;
-use shardsim_harness::trace::{read_line, Line as TraceLine, StepLine, TraceEvent, Tracer};
+use shardsim_harness::trace::{
+    read_line, Line as TraceLine, StepLine, Subject, TraceEvent, Tracer,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -100,9 +103,17 @@ impl std::fmt::Display for ExplainError {
 struct Line {
     t: u64,
     v: Value,
+    e: TraceEvent,
 }
 
 impl Line {
+    /// The membership event of a `cluster` line.
+    fn cluster(&self) -> Option<&MembershipEvent> {
+        match &self.e {
+            TraceEvent::Cluster { event, .. } => Some(event),
+            _ => None,
+        }
+    }
     fn ev(&self) -> &str {
         self.v.get("ev").and_then(Value::as_str).unwrap_or("")
     }
@@ -255,7 +266,11 @@ fn read(text: &str) -> Result<Read, ExplainError> {
                 }
                 // The story reads the line's fields by name, as the file has them.
                 let v = serde_json::from_str(&ev.to_json(t)).expect("a trace event's own JSON");
-                lines.push(Line { t: t.0, v });
+                lines.push(Line {
+                    t: t.0,
+                    v,
+                    e: ev.clone(),
+                });
                 checked.push((idx, ev));
             }
         }
@@ -368,10 +383,14 @@ fn find_violation(
                         }
                     }
                 }
-                (I::Liveness, _) => liveness_facts(&v.detail, lines, &sent, &mut f),
+                (I::Liveness, _) => liveness_facts(&v.about, lines, &sent, &mut f),
                 (I::JournalSingleWriter, _) => {
-                    // The other writer: the last start of the coordinator the detail names.
-                    if let Some(other) = num_after(&v.detail, "the coordinator on node ") {
+                    // The other writer: the last start of the coordinator the violation names.
+                    let other = v.about.iter().find_map(|s| match s {
+                        Subject::Coordinator { node } => Some(u64::from(node.0)),
+                        _ => None,
+                    });
+                    if let Some(other) = other {
                         if let Some(l) = (0..idx).rev().find(|&l| {
                             lines[l].ev() == "coordinator_started"
                                 && lines[l].n("node") == Some(other)
@@ -379,14 +398,16 @@ fn find_violation(
                             f.lines.push(l);
                         }
                     }
-                    if let Some(s) = num_after(&v.detail, "shard: ShardId(") {
-                        f.shards.insert(s as u32);
+                    for s in &v.about {
+                        if let Subject::Shard { shard } = s {
+                            f.shards.insert(shard.0);
+                        }
                     }
                 }
                 (I::GracefulLeaveLoss | I::GracefulShutdownTimeout | I::MessageLost, _) => {
                     // The message lost, named by the detail or the first dropped at the
                     // violation's step: its path, and its shard as the focus.
-                    let key = user_key(&v.detail).or_else(|| {
+                    let key = first_message(&v.about).or_else(|| {
                         (idx.saturating_sub(400)..=idx).find_map(|l| {
                             (lines[l].ev() == "drop" && lines[l].t == lines[idx].t)
                                 .then(|| user_key_of_line(&lines[l]))
@@ -475,15 +496,6 @@ fn num_after(text: &str, key: &str) -> Option<u64> {
         .ok()
 }
 
-/// The (sender, entity, seq) a detail names (`c1→e2 seq 7`).
-fn user_key(detail: &str) -> Option<(u32, u32, u64)> {
-    let i = detail.find('→')?;
-    let c = detail[..i].rsplit('c').next()?.parse().ok()?;
-    let e = num_after(&detail[i..], "→e")?;
-    let q = num_after(&detail[i..], " seq ")?;
-    Some((c, e as u32, q))
-}
-
 /// The (sender, entity, seq) of a trace line.
 fn user_key_of_line(l: &Line) -> Option<(u32, u32, u64)> {
     let c = l.s("sender")?.strip_prefix('c')?.parse().ok()?;
@@ -491,19 +503,36 @@ fn user_key_of_line(l: &Line) -> Option<(u32, u32, u64)> {
     Some((c, e, l.n("seq")?))
 }
 
-/// Liveness: the pending item of the detail (a message, a homeless shard, a hand-off).
+/// The first user message a violation names: (sender, entity, seq).
+fn first_message(about: &[Subject]) -> Option<(u32, u32, u64)> {
+    about.iter().find_map(|s| match s {
+        Subject::Message {
+            sender,
+            entity,
+            seq,
+        } => Some((sender.0, entity.0, *seq)),
+        _ => None,
+    })
+}
+
+/// Liveness: the pending item the violation names (a message, an unregistered region, a
+/// homeless shard, a hand-off).
 fn liveness_facts(
-    detail: &str,
+    about: &[Subject],
     lines: &[Line],
     sent: &BTreeMap<(u32, u32, u64), usize>,
     f: &mut Facts,
 ) {
-    if detail.contains("is not registered with a coordinator") {
+    let unregistered = about.iter().find_map(|s| match s {
+        Subject::Unregistered { node } => Some(u64::from(node.0)),
+        _ => None,
+    });
+    if let Some(n) = unregistered {
         // A region that never registered: the facts are when its node (re)started and when
         // the coordinator's node saw the node's old incarnation Removed and the new one Up,
         // since a coordinator answers Register only from a member it sees Up (a stalled
         // convergence shows as a late Removed and Up there).
-        if let Some(n) = num_after(detail, "the region on node ") {
+        {
             let coord = (0..f.trigger)
                 .rev()
                 .find(|&l| lines[l].ev() == "coordinator_started")
@@ -514,7 +543,9 @@ fn liveness_facts(
                 let key = match line.ev() {
                     "node_up" if line.n("node") == Some(n) => line.ev().to_string(),
                     "cluster" if coord.is_some() && line.n("node") == coord => {
-                        let seen_as = pretty_cluster(line.s("event").unwrap_or(""));
+                        let Some(seen_as) = line.cluster().map(pretty_cluster) else {
+                            continue;
+                        };
                         if seen_as != format!("sees node {n} Up")
                             && seen_as != format!("sees node {n} Removed")
                         {
@@ -529,13 +560,13 @@ fn liveness_facts(
                 }
             }
         }
-        if let Some(key) = user_key(detail) {
+        if let Some(key) = first_message(about) {
             f.pending = Some(key);
             f.entities.insert(key.1);
         }
         return;
     }
-    if let Some(key) = user_key(detail) {
+    if let Some(key) = first_message(about) {
         f.pending = Some(key);
         f.entities.insert(key.1);
         if let Some(&l) = sent.get(&key) {
@@ -546,24 +577,28 @@ fn liveness_facts(
         }
         return;
     }
-    if detail.contains("no coordinator is running") {
+    if about.contains(&Subject::NoCoordinator) {
         // No coordinator: every node that could host it is gone. The facts are why each
         // went: the last `node_down` of each node, and the downing decisions behind them.
         let mut seen = BTreeSet::new();
         for l in (0..f.trigger).rev() {
             let down = lines[l].ev() == "node_down";
-            let decision = lines[l].ev() == "cluster"
-                && lines[l]
-                    .s("event")
-                    .is_some_and(|e| e.starts_with("DowningDecision"));
+            let decision = matches!(
+                lines[l].cluster(),
+                Some(MembershipEvent::DowningDecision { .. })
+            );
             if (down || decision) && seen.insert((down, lines[l].n("node"))) {
                 f.lines.push(l);
             }
         }
         return;
     }
-    if let Some(s) = num_after(detail, "shard ").or_else(|| num_after(detail, "shards ")) {
-        f.shards.insert(s as u32);
+    let shard = about.iter().find_map(|s| match s {
+        Subject::Shard { shard } | Subject::HandOff { shard } => Some(shard.0),
+        _ => None,
+    });
+    if let Some(s) = shard {
+        f.shards.insert(s);
         // Its last trace line before the end.
         let key = s.to_string();
         if let Some(l) = (0..f.trigger)
@@ -583,46 +618,26 @@ fn node_name(n: Option<u32>) -> String {
     }
 }
 
-/// A membership event's `Debug` text, shortened: `StatusChanged { node: NodeAddr { node:
-/// NodeId(1), .. }, status: Up }` → `node 1 Up`.
-fn pretty_cluster(e: &str) -> String {
-    let ids: Vec<u64> = e
-        .match_indices("NodeId(")
-        .filter_map(|(i, _)| num_after(&e[i..], "NodeId("))
-        .collect();
-    let kind: String = e
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .collect();
-    match kind.as_str() {
-        "StatusChanged" => {
-            let st = e
-                .rsplit("status: ")
-                .next()
-                .map(|s| s.trim_end_matches([' ', '}']).to_string())
-                .unwrap_or_default();
-            format!("sees node {} {st}", ids.first().copied().unwrap_or(0))
+/// A membership event, shortened: `node 1 Up`, `sees node 2 unreachable`, `leader is node 0`.
+fn pretty_cluster(e: &MembershipEvent) -> String {
+    match e {
+        MembershipEvent::StatusChanged { node, status } => {
+            format!("sees node {} {status:?}", node.node.0)
         }
-        "Unreachable" | "Reachable" => format!(
-            "sees node {} {}",
-            ids.get(1).copied().unwrap_or(0),
-            kind.to_lowercase()
-        ),
-        "LeaderChanged" => match ids.first() {
-            Some(n) => format!("leader is node {n}"),
+        MembershipEvent::Unreachable { subject, .. } => {
+            format!("sees node {} unreachable", subject.node.0)
+        }
+        MembershipEvent::Reachable { subject, .. } => {
+            format!("sees node {} reachable", subject.node.0)
+        }
+        MembershipEvent::LeaderChanged { leader } => match leader {
+            Some(n) => format!("leader is node {}", n.node.0),
             None => "no leader".into(),
         },
-        "DowningDecision" => {
-            // The nodes of the `downed` list (the decision's text may name nodes too).
-            let list = e.rsplit("downed: ").next().unwrap_or(e);
-            let downed: Vec<String> = list
-                .match_indices("NodeId(")
-                .filter_map(|(i, _)| num_after(&list[i..], "NodeId("))
-                .map(|n| n.to_string())
-                .collect();
+        MembershipEvent::DowningDecision { downed, .. } => {
+            let downed: Vec<String> = downed.iter().map(|n| n.node.0.to_string()).collect();
             format!("downing decision: down nodes {}", downed.join(", "))
         }
-        _ => e.chars().take(60).collect(),
     }
 }
 
@@ -717,7 +732,14 @@ fn effect(l: &Line) -> Option<String> {
             l.n("incarnation").unwrap_or(0)
         ),
         "graceful_leave" => format!("node {node} leaves gracefully"),
-        "cluster" => pretty_cluster(l.s("event").unwrap_or("")),
+        "cluster" => pretty_cluster(l.cluster()?),
+        "join_again" => match &l.e {
+            TraceEvent::JoinAgain { seeds, .. } => format!("join again via {seeds:?}")
+                .chars()
+                .take(60)
+                .collect(),
+            _ => return None,
+        },
         "shard_failed" => format!("Shard {shard} throws: {}", l.s("cause").unwrap_or("")),
         "store_write" => format!("remember store writes shard {shard}"),
         "store_read" => format!("remember store read for shard {shard}"),
@@ -746,23 +768,28 @@ fn priority(s: &StepInfo, lines: &[Line], facts: &BTreeSet<usize>, i: usize, f: 
     let focus_entity = s.entity.is_some_and(|x| f.entities.contains(&x));
     let focus_shard = s.shard.is_some_and(|x| f.shards.contains(&x));
     let milestone = s.events.iter().any(|&e| {
-        let cluster = lines[e].s("event").unwrap_or("");
-        (lines[e].ev() == "cluster"
-            && (cluster.starts_with("DowningDecision")
-                || cluster.ends_with("status: Down }")
-                || cluster.starts_with("Unreachable")))
-            || matches!(
-                lines[e].ev(),
-                "fault"
-                    | "node_down"
-                    | "node_up"
-                    | "graceful_leave"
-                    | "coordinator_started"
-                    | "coordinator_stopped"
-                    | "region_stopped"
-                    | "liveness_phase"
-                    | "shard_failed"
+        matches!(
+            lines[e].cluster(),
+            Some(
+                MembershipEvent::DowningDecision { .. }
+                    | MembershipEvent::StatusChanged {
+                        status: MemberStatus::Down,
+                        ..
+                    }
+                    | MembershipEvent::Unreachable { .. }
             )
+        ) || matches!(
+            lines[e].ev(),
+            "fault"
+                | "node_down"
+                | "node_up"
+                | "graceful_leave"
+                | "coordinator_started"
+                | "coordinator_stopped"
+                | "region_stopped"
+                | "liveness_phase"
+                | "shard_failed"
+        )
     });
     if s.what == "node starts and joins" && s.t == 0 {
         return 2;

@@ -136,6 +136,7 @@ fn place(e: &TraceEvent, st: &mut State) -> Place {
         | E::NodeDown { node, .. }
         | E::MemberView { node, .. }
         | E::Cluster { node, .. }
+        | E::JoinAgain { node, .. }
         | E::GracefulLeave { node, .. } => (Some(*node), Track::Membership),
         E::EntityStarted {
             entity: _,

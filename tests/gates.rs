@@ -8,6 +8,7 @@ mod common;
 
 use shardsim::campaign::run_seed;
 use shardsim_core::ids::{NodeId, RegionRef, SenderId};
+use shardsim_core::membership::MembershipEvent;
 use shardsim_core::protocol::{CoordinatorEvent, Member, MemberStatus};
 use shardsim_core::time::Instant;
 use shardsim_harness::scenario::Scenario;
@@ -354,11 +355,10 @@ fn rebalances_while_unreachable(sc: &Arc<Scenario>, seed: u64) -> (usize, usize)
     let (mut unreachable, mut during, mut all) = (false, 0, 0);
     for (_, e) in events(sc, seed) {
         match e {
-            TraceEvent::Cluster { node, event }
-                if node == NodeId(0)
-                    && event.starts_with("Unreachable")
-                    && event.contains("subject: NodeAddr { node: NodeId(1),") =>
-            {
+            TraceEvent::Cluster {
+                node: NodeId(0),
+                event: MembershipEvent::Unreachable { subject, .. },
+            } if subject.node == NodeId(1) => {
                 unreachable = true;
             }
             TraceEvent::MemberView {

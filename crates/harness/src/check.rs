@@ -23,7 +23,7 @@ mod oracles;
 mod quiescence;
 mod safety;
 
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use serde::{Deserialize, Serialize};
 use shardsim_core::ids::{EntityId, NodeId, SenderId, ShardId};
 use shardsim_core::time::Instant;
@@ -119,6 +119,8 @@ pub struct Violation {
     pub t: Instant,
     /// What happened, for a person.
     pub detail: String,
+    /// What it names, typed, in the detail's order (for tools: `explain` follows these).
+    pub about: Vec<Subject>,
 }
 
 impl fmt::Display for Violation {
@@ -296,6 +298,7 @@ impl Checker {
                 detail: format!(
                     "shard {shard} on node {node} threw: {cause}; the Shard restarts and every entity in it is killed"
                 ),
+                about: vec![Subject::Shard { shard: *shard }, Subject::Node { node: *node }],
             }),
             TraceEvent::RoleBreach {
                 node,
@@ -306,6 +309,7 @@ impl Checker {
                 invariant: Invariant::RoleInvariant,
                 t,
                 detail: format!("{role} on node {node}: {rule}: {detail}"),
+                about: vec![Subject::Node { node: *node }],
             }),
             _ => self
                 .safety
@@ -371,6 +375,7 @@ impl Checker {
                         detail: format!(
                             "remembered entity {e} (shard {shard}) runs nowhere at the end of the run"
                         ),
+                        about: vec![Subject::Entity { entity: *e }, Subject::Shard { shard: *shard }],
                     });
                 }
             }

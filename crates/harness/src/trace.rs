@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use shardsim_core::ids::{EntityId, NodeId, RegionRef, SenderId, ShardId};
+use shardsim_core::membership::{MembershipEvent, NodeAddr};
 use shardsim_core::protocol::{
     Addr, CoordinatorEvent, DropReason, Member, Msg, Role, StopReason, Timer,
 };
@@ -273,7 +274,7 @@ pub enum TraceEvent {
         /// The observing node.
         node: NodeId,
         /// What happened.
-        event: String,
+        event: MembershipEvent,
     },
     /// The coordinator on a node stopped.
     CoordinatorStopped {
@@ -312,8 +313,10 @@ pub enum TraceEvent {
     Violation {
         /// Which.
         invariant: String,
-        /// What happened.
+        /// What happened, for a person.
         detail: String,
+        /// What it names, for tools ([`Subject`]).
+        about: Vec<Subject>,
     },
     /// A role's check of its own state failed after it handled an input (the last variant:
     /// the trace hash covers variant numbers).
@@ -432,6 +435,67 @@ pub enum TraceEvent {
         #[serde(with = "schema::shard")]
         shard: ShardId,
     },
+    /// A node that was not let in tries its seed nodes again (`join-retry` after the
+    /// `seed-node-timeout`).
+    JoinAgain {
+        /// The joining node.
+        node: NodeId,
+        /// The seed nodes it asks.
+        seeds: Vec<NodeAddr>,
+    },
+}
+
+/// What a violation names: the message, entity, shard or node a tool follows to explain it,
+/// typed so that nothing reads the violation's prose. In the order the detail names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum Subject {
+    /// A user message.
+    Message {
+        /// Its sender.
+        #[serde(with = "schema::sender")]
+        sender: SenderId,
+        /// Its entity.
+        #[serde(with = "schema::entity")]
+        entity: EntityId,
+        /// Its sequence number.
+        seq: u64,
+    },
+    /// An entity.
+    Entity {
+        /// Which.
+        #[serde(with = "schema::entity")]
+        entity: EntityId,
+    },
+    /// A shard.
+    Shard {
+        /// Which.
+        #[serde(with = "schema::shard")]
+        shard: ShardId,
+    },
+    /// A node whose region or coordinator broke the rule.
+    Node {
+        /// Which.
+        node: NodeId,
+    },
+    /// The other coordinator a coordinator rule compares with (the one running).
+    Coordinator {
+        /// Its node.
+        node: NodeId,
+    },
+    /// The region on this node is not registered with a coordinator.
+    Unregistered {
+        /// Its node.
+        node: NodeId,
+    },
+    /// No coordinator is running.
+    NoCoordinator,
+    /// The hand-off of this shard has not ended.
+    HandOff {
+        /// The shard.
+        #[serde(with = "schema::shard")]
+        shard: ShardId,
+    },
 }
 
 /// Where a user message pending at the end of a run is ([`TraceEvent::Pending`]).
@@ -497,6 +561,7 @@ impl TraceEvent {
             TraceEvent::GracefulLeave { .. } => "graceful_leave",
             TraceEvent::Pending { .. } => "pending",
             TraceEvent::ShardLoadFailed { .. } => "shard_load_failed",
+            TraceEvent::JoinAgain { .. } => "join_again",
         }
     }
 }

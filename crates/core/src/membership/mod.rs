@@ -354,7 +354,7 @@ pub enum MInput {
 }
 
 /// Something observable for the trace.
-#[derive(Clone, Debug, Eq, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Eq, Hash, PartialEq, Serialize)]
 pub enum MembershipEvent {
     /// This node's failure detector marked `subject` unreachable.
     Unreachable {

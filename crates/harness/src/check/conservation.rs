@@ -17,7 +17,7 @@
 
 use super::safety::Safety;
 use super::{Invariant, Violation};
-use crate::trace::Place;
+use crate::trace::{Place, Subject};
 use shardsim_core::ids::{EntityId, NodeId, SenderId};
 use shardsim_core::protocol::DropReason;
 use shardsim_core::time::Instant;
@@ -42,7 +42,15 @@ pub(super) struct Conservation {
     pending: BTreeMap<Key, (NodeId, Place)>,
     /// Messages accounted more than once (how many, and the first few).
     twice: u64,
-    twice_first: Vec<String>,
+    twice_first: Vec<(Key, String)>,
+}
+
+fn subject(k: &Key) -> Subject {
+    Subject::Message {
+        sender: k.0,
+        entity: k.1,
+        seq: k.2,
+    }
 }
 
 fn msg(k: &Key) -> String {
@@ -85,7 +93,7 @@ impl Conservation {
     fn accounted_twice(&mut self, k: &Key, how: &str) {
         self.twice += 1;
         if self.twice_first.len() < 3 {
-            self.twice_first.push(format!("{} {how}", msg(k)));
+            self.twice_first.push((*k, format!("{} {how}", msg(k))));
         }
     }
 
@@ -143,6 +151,7 @@ impl Conservation {
                     "{summary}: the run's end counts {in_flight} on their way but lists {}",
                     self.pending.len()
                 ),
+                about: Vec::new(),
             });
         }
         if self.twice == 0 && delivered + dropped + in_flight == sent {
@@ -152,7 +161,7 @@ impl Conservation {
         // Name the vanished ones: every seq 1..=max of a pair was sent (the workload counts
         // per pair), so the walk is over the sends, once, and only when the balance fails.
         let mut vanished = 0u64;
-        let mut first: Vec<String> = Vec::new();
+        let mut first: Vec<Key> = Vec::new();
         for (s, e, max) in safety.sent_pairs() {
             for seq in 1..=max {
                 let k = (s, e, seq);
@@ -162,7 +171,7 @@ impl Conservation {
                 {
                     vanished += 1;
                     if first.len() < 3 {
-                        first.push(msg(&k));
+                        first.push(k);
                     }
                 }
             }
@@ -171,7 +180,7 @@ impl Conservation {
         if vanished > 0 {
             parts.push(format!(
                 "{vanished} vanished without a reason ({}{})",
-                first.join(", "),
+                first.iter().map(msg).collect::<Vec<_>>().join(", "),
                 if vanished > 3 { ", ..." } else { "" }
             ));
         }
@@ -179,7 +188,11 @@ impl Conservation {
             parts.push(format!(
                 "{} accounted twice ({}{})",
                 self.twice,
-                self.twice_first.join("; "),
+                self.twice_first
+                    .iter()
+                    .map(|(_, s)| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 if self.twice > 3 { "; ..." } else { "" }
             ));
         }
@@ -201,6 +214,11 @@ impl Conservation {
             invariant: Invariant::MessageLost,
             t,
             detail: format!("{summary}: {}", parts.join("; ")),
+            about: first
+                .iter()
+                .chain(self.twice_first.iter().map(|(k, _)| k))
+                .map(subject)
+                .collect(),
         })
     }
 
@@ -239,6 +257,7 @@ impl Conservation {
                 "{} (sent before the liveness window closed, neither delivered nor dropped)",
                 parts.join("; ")
             ),
+            about: stuck.iter().take(3).map(|(k, _)| subject(k)).collect(),
         })
     }
 }

@@ -21,7 +21,7 @@
 //! start. Cost: a start looks at the running coordinators (a handful); a fault updates a set.
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::NodeId;
 use shardsim_core::protocol::{Member, MemberStatus};
 use shardsim_core::time::Instant;
@@ -179,6 +179,7 @@ impl OneCoordinator {
                     a.0,
                     status.unwrap_or(MemberStatus::Up)
                 ),
+                about: vec![Subject::Node { node: b }, Subject::Coordinator { node: *a }],
             });
         }
         None

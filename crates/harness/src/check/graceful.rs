@@ -38,7 +38,7 @@
 //! the end of the run, the drops of a leave still under way count.
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::{EntityId, NodeId, SenderId};
 use shardsim_core::protocol::DropReason;
 use shardsim_core::time::Instant;
@@ -160,6 +160,14 @@ impl Graceful {
                     _ => String::new(),
                 }
             ),
+            about: vec![
+                Subject::Message {
+                    sender: h.sender,
+                    entity: h.entity,
+                    seq: h.seq,
+                },
+                Subject::Node { node },
+            ],
         }
     }
 

@@ -14,7 +14,7 @@
 //! it happened at is over.
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::{NodeId, ShardId};
 use shardsim_core::protocol::{Msg, Role};
 use shardsim_core::time::Instant;
@@ -52,6 +52,7 @@ impl HostingAck {
                 "the region on node {} acknowledged shard {shard} with ShardStarted and stopped hosting it without a HandOff, while it and its node stayed up",
                 node.0
             ),
+            about: vec![Subject::Node { node }, Subject::Shard { shard }],
         })
     }
 

@@ -9,7 +9,7 @@
 //! when its acknowledgement reaches the coordinator (as `persist` does).
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::{EntityId, NodeId, RegionRef, SenderId, ShardId};
 use shardsim_core::protocol::coordinator::CoordinatorState;
 use shardsim_core::protocol::CoordinatorEvent;
@@ -218,18 +218,23 @@ impl Liveness {
     /// The end-of-run verdict at `end`.
     fn verdict(&self, end: Instant) -> Option<Violation> {
         let mut pending: Vec<String> = Vec::new();
+        let mut about: Vec<Subject> = Vec::new();
         if self.coordinators.is_empty() {
             pending.push("no coordinator is running".into());
+            about.push(Subject::NoCoordinator);
         }
         for (i, r) in self.regions.iter().enumerate() {
             if *r == Some(None) {
                 pending.push(format!(
                     "the region on node {i} is not registered with a coordinator"
                 ));
+                about.push(Subject::Unregistered {
+                    node: NodeId(i as u32),
+                });
             }
         }
         if let Some(c) = self.coordinators.values().next() {
-            let homeless: Vec<String> = self
+            let homeless_ids: Vec<ShardId> = self
                 .window_shards
                 .iter()
                 .filter(|s| !c.state.shards.contains_key(s))
@@ -240,8 +245,15 @@ impl Liveness {
                         .get(s)
                         .is_none_or(|t0| end.0.saturating_sub(*t0) > self.handoff_timeout_us)
                 })
-                .map(|s| s.to_string())
+                .copied()
                 .collect();
+            about.extend(
+                homeless_ids
+                    .iter()
+                    .take(3)
+                    .map(|&shard| Subject::Shard { shard }),
+            );
+            let homeless: Vec<String> = homeless_ids.iter().map(|s| s.to_string()).collect();
             match homeless.len() {
                 0 => {}
                 1 => pending.push(format!(
@@ -263,6 +275,7 @@ impl Liveness {
             for s in &c.handoffs {
                 let started = self.handoff_started.get(s).copied().unwrap_or(0);
                 if end.0.saturating_sub(started) > self.handoff_timeout_us {
+                    about.push(Subject::HandOff { shard: *s });
                     pending.push(format!(
                         "the hand-off of shard {s}, started at t={}, is still in progress after handoff-timeout",
                         Instant(started)
@@ -271,6 +284,11 @@ impl Liveness {
             }
         }
         for ((sender, entity, seq), t) in self.pending.iter().take(3) {
+            about.push(Subject::Message {
+                sender: *sender,
+                entity: *entity,
+                seq: *seq,
+            });
             pending.push(format!(
                 "{sender}→{entity} seq {seq} sent at t={} was neither delivered nor dropped",
                 Instant(*t)
@@ -289,6 +307,7 @@ impl Liveness {
             invariant: Invariant::Liveness,
             t: end,
             detail: pending.join("; "),
+            about,
         })
     }
 }

@@ -12,11 +12,26 @@
 //!   hand-off and drops what it buffered.
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::NodeId;
-use shardsim_core::protocol::{Member, MemberStatus};
+use shardsim_core::protocol::{CoordinatorEvent, Member, MemberStatus};
 use shardsim_core::time::Instant;
 use std::collections::BTreeMap;
+
+/// What a journal-single-writer violation names: the writer's node, the other coordinator's,
+/// and the shard of the event written, if it has one.
+fn writers(writer: NodeId, other: NodeId, event: &CoordinatorEvent) -> Vec<Subject> {
+    let mut about = vec![
+        Subject::Node { node: writer },
+        Subject::Coordinator { node: other },
+    ];
+    if let CoordinatorEvent::ShardHomeAllocated { shard, .. }
+    | CoordinatorEvent::ShardHomeDeallocated { shard } = event
+    {
+        about.push(Subject::Shard { shard: *shard });
+    }
+    about
+}
 
 /// A coordinator instance: its node, that node's incarnation, and its generation on the node.
 type Writer = (NodeId, u32, u32);
@@ -83,6 +98,7 @@ impl Oracles {
                                 "coordinator on node {} (incarnation {incarnation}) wrote {event:?} after it stopped, while the coordinator on node {} (incarnation {oinc}) runs",
                                 node.0, other.0
                             ),
+                            about: writers(*node, *other, event),
                         });
                     }
                 }
@@ -98,6 +114,7 @@ impl Oracles {
                                 "coordinator on node {} (incarnation {incarnation}) wrote {event:?} after the coordinator on node {} (incarnation {ninc}) recovered from the journal without it",
                                 node.0, nn.0
                             ),
+                            about: writers(*node, nn, event),
                         });
                     }
                 }
@@ -112,6 +129,7 @@ impl Oracles {
                                 "coordinator on node {} (incarnation {incarnation}) wrote {event:?} while the coordinator on node {} (incarnation {linc}) is still running",
                                 node.0, ln.0
                             ),
+                            about: writers(*node, ln, event),
                         });
                     }
                 }
@@ -127,6 +145,7 @@ impl Oracles {
                         "the region on node {} gave up its graceful shutdown (GracefulShutdownTimeout) with shards or buffered messages left",
                         node.0
                     ),
+                    about: vec![Subject::Node { node: *node }],
                 });
             }
             TraceEvent::AllocationDecided {
@@ -154,6 +173,11 @@ impl Oracles {
                             region.inc.0,
                             known.map(|s| format!("{s:?}")).unwrap_or_else(|| "removed".into())
                         ),
+                        about: vec![
+                            Subject::Node { node: *node },
+                            Subject::Shard { shard: *shard },
+                            Subject::Node { node: region.node },
+                        ],
                     });
                 }
             }

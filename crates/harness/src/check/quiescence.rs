@@ -47,7 +47,7 @@
 //! event, O(regions × members) per rebalance round.
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::{NodeId, ShardId};
 use shardsim_core::protocol::coordinator::CoordinatorState;
 use shardsim_core::protocol::{CoordinatorEvent, Member, MemberStatus};
@@ -217,6 +217,7 @@ impl Quiescence {
                             b.phi_min,
                             b.phi0.saturating_sub(b.phi_min) / 2
                         ),
+                        about: vec![Subject::Node { node }],
                     });
                 }
                 self.baseline = Some(Baseline {

@@ -8,7 +8,7 @@
 //!   reached an incarnation of the entity it was addressed to.
 
 use super::{Invariant, Violation};
-use crate::trace::TraceEvent;
+use crate::trace::{Subject, TraceEvent};
 use shardsim_core::idmap::{pair_key, unpair, Dense, IdMap};
 use shardsim_core::ids::{EntityId, NodeId, SenderId, ShardId};
 use shardsim_core::time::Instant;
@@ -142,14 +142,28 @@ fn deliver_violation(
         invariant,
         t,
         detail,
+        about: vec![
+            Subject::Message {
+                sender,
+                entity,
+                seq,
+            },
+            Subject::Node { node },
+        ],
     }
 }
 
-fn violation(invariant: Invariant, t: Instant, detail: String) -> Option<Violation> {
+fn violation(
+    invariant: Invariant,
+    t: Instant,
+    detail: String,
+    about: Vec<Subject>,
+) -> Option<Violation> {
     Some(Violation {
         invariant,
         t,
         detail,
+        about,
     })
 }
 
@@ -190,6 +204,11 @@ impl Safety {
                         format!(
                             "entity {entity} started as incarnation {incarnation} on node {node} while incarnation {other_inc} is alive on node {other_node}"
                         ),
+                        vec![
+                            Subject::Entity { entity: *entity },
+                            Subject::Node { node: *node },
+                            Subject::Node { node: other_node },
+                        ],
                     );
                 }
                 live.push((*node, *incarnation));
@@ -220,6 +239,11 @@ impl Safety {
                         format!(
                             "shard {shard} hosted on node {node} while node {other} still hosts it"
                         ),
+                        vec![
+                            Subject::Shard { shard: *shard },
+                            Subject::Node { node: *node },
+                            Subject::Node { node: other },
+                        ],
                     );
                 }
                 if !hosts.contains(node) {

@@ -264,13 +264,13 @@ impl Cluster {
         coverage: Option<Box<crate::sim::coverage::Bitmap>>,
     ) -> RunResult {
         if let Some(v) = &self.violation {
-            let (inv, detail) = (v.invariant.name().to_string(), v.detail.clone());
             let t = v.t;
             self.tracer.record(
                 t,
                 TraceEvent::Violation {
-                    invariant: inv,
-                    detail,
+                    invariant: v.invariant.name().to_string(),
+                    detail: v.detail.clone(),
+                    about: v.about.clone(),
                 },
             );
         }

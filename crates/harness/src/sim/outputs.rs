@@ -84,14 +84,8 @@ pub fn output_event(
         }),
         NodeOutput::TimerFired(timer) => traced.then_some(TraceEvent::Timer { node, timer }),
         NodeOutput::View(members) => Some(TraceEvent::MemberView { node, members }),
-        NodeOutput::Cluster(ev) => traced.then(|| TraceEvent::Cluster {
-            node,
-            event: format!("{ev:?}"),
-        }),
-        NodeOutput::JoinAgain(seeds) => traced.then(|| TraceEvent::Cluster {
-            node,
-            event: format!("join again via {seeds:?}"),
-        }),
+        NodeOutput::Cluster(event) => traced.then_some(TraceEvent::Cluster { node, event }),
+        NodeOutput::JoinAgain(seeds) => traced.then_some(TraceEvent::JoinAgain { node, seeds }),
         NodeOutput::CoordinatorStarted {
             generation,
             replayed,
