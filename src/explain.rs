@@ -29,9 +29,7 @@ use shardsim_core::membership::{MemberStatus, MembershipEvent};
 use shardsim_core::time::Instant;
 use shardsim_harness::check::{Checker, TraceFileError, Violation};
 use shardsim_harness::sim::causal::CausalLog;
-use shardsim_harness::trace::{
-    read_line, Line as TraceLine, StepLine, Subject, TraceEvent, Tracer,
-};
+use shardsim_harness::trace::{read_line, Line as TraceLine, Subject, TraceEvent, Tracer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -46,10 +44,10 @@ pub fn jsonl_with_steps(tracer: &Tracer, causal: &CausalLog) -> String {
     let mut next = 0usize;
     let mut lost = causal.lost.iter().peekable();
     let mut step_line = |s: &mut String, i: usize| {
-        s.push_str(&StepLine::of(Some(i), &causal.steps[i]).to_json());
+        s.push_str(&causal.steps[i].line(Some(i)).to_json());
         s.push('\n');
         while let Some(l) = lost.next_if(|l| l.cause as usize == i) {
-            s.push_str(&StepLine::of(None, l).to_json());
+            s.push_str(&l.line(None).to_json());
             s.push('\n');
         }
     };

@@ -69,4 +69,12 @@ mod tests {
         assert_ne!(bare_loop(10_000, 1), bare_loop(10_001, 1));
         assert_eq!(bare_loop(0, 1), bare_loop(0, 1));
     }
+
+    #[test]
+    fn bare_loop_events_are_as_large_as_world_events() {
+        assert_eq!(
+            std::mem::size_of::<crate::sim::Ev>(),
+            std::mem::size_of::<super::BareEvent>()
+        );
+    }
 }

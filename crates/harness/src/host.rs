@@ -8,7 +8,6 @@
 //!
 //! [`Node`]: shardsim_core::node::Node
 
-pub(crate) mod kit;
 #[cfg(madsim)]
 pub mod madsim;
 

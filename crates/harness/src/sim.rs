@@ -12,6 +12,7 @@ pub mod coverage;
 pub mod delays;
 pub mod faults;
 pub mod journal;
+pub(crate) mod kit;
 pub mod net;
 pub mod outputs;
 pub mod queue;
@@ -20,9 +21,9 @@ pub mod workload;
 
 use crate::check::Violation;
 use crate::fault::TimedFault;
-use crate::host::kit::{Cluster, Ctx, Transport};
 use crate::scenario::Scenario;
 use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
+use kit::{Cluster, Ctx, Transport};
 use net::Net;
 use queue::EventQueue;
 use shardsim_core::ddata::ReplMsg;
@@ -106,7 +107,7 @@ pub struct RunResult {
 }
 
 #[derive(Clone, Debug)]
-enum Ev {
+pub(crate) enum Ev {
     Deliver {
         from: Addr,
         to: Addr,
@@ -1323,13 +1324,5 @@ mod tests {
         let world = super::World::new(Arc::new(Scenario::load(&two).unwrap()), 1, TraceMode::Off);
         let fnv = HashExtractor { shards: 10 };
         assert_eq!(world.shard_of(EntityId(7)), Some(fnv.shard_id(EntityId(7))));
-    }
-
-    #[test]
-    fn bare_loop_events_are_as_large_as_world_events() {
-        assert_eq!(
-            std::mem::size_of::<super::Ev>(),
-            std::mem::size_of::<crate::bare::BareEvent>()
-        );
     }
 }

@@ -37,11 +37,11 @@
 //! sub-millisecond local delay takes 1 ms), opening a channel costs about 1 ms, and a message
 //! to a node that is down is dropped when sent (the own world drops it when it arrives).
 
-use super::kit::{Cluster, Ctx, Transport};
 use crate::fault::Fault;
 use crate::scenario::Scenario;
 use crate::sim::faults::{self, FaultHost};
 use crate::sim::journal::Journal;
+use crate::sim::kit::{Cluster, Ctx, Transport};
 use crate::sim::outputs;
 use crate::sim::RunResult;
 use crate::trace::{Place, TraceEvent, TraceMode, Tracer};

@@ -7,7 +7,8 @@
 //! without it.
 
 use super::{Ev, World};
-use shardsim_core::ids::NodeId;
+use crate::trace::StepLine;
+use shardsim_core::ids::{EntityId, NodeId, ShardId};
 use shardsim_core::node::NodeTimer;
 use shardsim_core::protocol::{
     Addr, CoordinatorEvent, Local, Msg, Role, ShardMsg, ShardTimer, StoreOp, StoreReplyKind, Timer,
@@ -45,6 +46,26 @@ pub struct Step {
     pub cut: bool,
     /// The index of its first trace event (its events run to the next step's).
     pub first_event: u32,
+}
+
+impl Step {
+    /// Its line in a trace file: step number `i`, or `None` for a `lost` line.
+    pub fn line(&self, i: Option<usize>) -> StepLine {
+        StepLine {
+            t: self.t,
+            ev: if i.is_some() { "step" } else { "lost" }.into(),
+            step: i.map(|i| i as u64),
+            cause: (self.cause != NO_STEP).then_some(u64::from(self.cause)),
+            node: (self.node != WORLD).then_some(self.node),
+            actor: self.actor.into(),
+            what: self.what.clone(),
+            shard: self.shard.map(ShardId),
+            entity: self.entity.map(EntityId),
+            from: self.from,
+            user: self.user,
+            cut: self.cut && i.is_some(),
+        }
+    }
 }
 
 /// The causal log of one run.

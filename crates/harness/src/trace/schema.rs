@@ -62,7 +62,7 @@ impl Line {
 }
 
 /// A causal step of the run, as `run --trace` writes it before the events of the step
-/// ([`crate::sim::causal::Step`]): `ev` is `step` with its number, or `lost` (a message or
+/// (`sim::causal::Step::line` makes it): `ev` is `step` with its number, or `lost` (a message or
 /// journal write lost when sent: a step of its receiver that never came).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepLine {
@@ -101,25 +101,6 @@ pub struct StepLine {
 }
 
 impl StepLine {
-    /// The line of causal step `i` (`None`: a `lost` line).
-    pub fn of(i: Option<usize>, s: &crate::sim::causal::Step) -> StepLine {
-        use crate::sim::causal::{NO_STEP, WORLD};
-        StepLine {
-            t: s.t,
-            ev: if i.is_some() { "step" } else { "lost" }.into(),
-            step: i.map(|i| i as u64),
-            cause: (s.cause != NO_STEP).then_some(u64::from(s.cause)),
-            node: (s.node != WORLD).then_some(s.node),
-            actor: s.actor.into(),
-            what: s.what.clone(),
-            shard: s.shard.map(ShardId),
-            entity: s.entity.map(EntityId),
-            from: s.from,
-            user: s.user,
-            cut: s.cut && i.is_some(),
-        }
-    }
-
     /// The JSON line (without the newline).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a step line is plain data")
