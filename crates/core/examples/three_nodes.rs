@@ -14,7 +14,9 @@
 
 use shardsim_core::ids::{EntityId, NodeId, NodeInc, SenderId};
 use shardsim_core::membership::{MemberStatus, NodeAddr};
-use shardsim_core::node::{Collect, Node, NodeConfig, NodeInput, NodeOutput, NodeTimer};
+use shardsim_core::node::{
+    Collect, Effect, Fact, Node, NodeConfig, NodeInput, NodeOutput, NodeTimer,
+};
 use shardsim_core::protocol::{
     Addr, CoordinatorEvent, Envelope, Incarnations, Msg, Observation, Role,
 };
@@ -103,21 +105,21 @@ impl Host {
         for o in outputs {
             match o {
                 // Messages to other nodes (or to itself) cross the network: 1 ms, FIFO.
-                NodeOutput::Send { from, to, msg } => {
+                NodeOutput::Effect(Effect::Send { from, to, msg }) => {
                     let (from, role) = (actor(from), to.role);
                     let input = NodeInput::Deliver { from, role, msg };
                     self.push(t + LATENCY, to.node.0 as usize, input);
                 }
-                NodeOutput::SendCluster { to, msg } => {
+                NodeOutput::Effect(Effect::SendCluster { to, msg }) => {
                     let input = NodeInput::Cluster { from: me, msg };
                     self.push(t + LATENCY, to.node.0 as usize, input);
                 }
-                NodeOutput::SendRepl { to, msg } => {
+                NodeOutput::Effect(Effect::SendRepl { to, msg }) => {
                     let input = NodeInput::Repl { from: me, msg };
                     self.push(t + LATENCY, to.node.0 as usize, input);
                 }
                 // Death watch: every live region hears that the coordinator stopped.
-                NodeOutput::CoordinatorTerminated => {
+                NodeOutput::Effect(Effect::CoordinatorTerminated) => {
                     let (from, role) = (actor(Role::Coordinator), Role::Region);
                     let msg = Msg::CoordinatorTerminated;
                     let live: Vec<usize> = (0..self.nodes.len())
@@ -128,54 +130,58 @@ impl Host {
                     }
                 }
                 // Timers come back with their generation; the node ignores stale ones.
-                NodeOutput::SetTimer { timer, after, gen } => {
+                NodeOutput::Effect(Effect::SetTimer { timer, after, gen }) => {
                     self.push(t + after.0, i, NodeInput::Timer { timer, gen })
                 }
                 // Messages between actors of one node: no delay here, but a later input.
-                NodeOutput::Local { msg, .. } => self.push(t, i, NodeInput::Local(msg)),
+                NodeOutput::Effect(Effect::Local { msg, .. }) => {
+                    self.push(t, i, NodeInput::Local(msg))
+                }
                 // The journal appends the event and acknowledges after 1 ms.
-                NodeOutput::Persist { gen, event } => {
+                NodeOutput::Effect(Effect::Persist { gen, event }) => {
                     self.journal.push(event);
                     self.push(t + LATENCY, i, NodeInput::Persisted { gen });
                 }
-                NodeOutput::Observe {
+                NodeOutput::Fact(Fact::Observe {
                     obs: Observation::Delivered { env, .. },
                     incarnation,
-                } => {
+                }) => {
                     let at = Instant(t);
                     println!("{at}  node {i} delivered {env:?} to incarnation {incarnation}");
                     self.delivered.push((i, env));
                 }
-                NodeOutput::Observe {
+                NodeOutput::Fact(Fact::Observe {
                     obs: Observation::Dropped { env, reason },
                     ..
-                } => println!("{}  node {i} dropped {env:?}: {reason:?}", Instant(t)),
-                NodeOutput::CoordinatorStarted { .. } => {
+                }) => println!("{}  node {i} dropped {env:?}: {reason:?}", Instant(t)),
+                NodeOutput::Fact(Fact::CoordinatorStarted { .. }) => {
                     println!("{}  the coordinator started on node {i}", Instant(t))
                 }
-                NodeOutput::RoleBreach(b) => panic!("node {i}: a role broke its own rule: {b}"),
+                NodeOutput::Fact(Fact::RoleBreach(b)) => {
+                    panic!("node {i}: a role broke its own rule: {b}")
+                }
                 // A stopped node ignores every later input (none stops in this run).
-                NodeOutput::Shutdown { reason } => {
+                NodeOutput::Effect(Effect::Shutdown { reason }) => {
                     println!("{}  node {i} stopped: {reason}", Instant(t))
                 }
                 // The remember-entities stores and the nodes' disks: with the default settings
                 // (remember-entities off, persistence state-store mode) nothing emits these.
-                NodeOutput::Store(_)
-                | NodeOutput::StoreReplyLocal(_)
-                | NodeOutput::Durable { .. } => {}
+                NodeOutput::Effect(Effect::Store(_))
+                | NodeOutput::Effect(Effect::StoreReplyLocal(_))
+                | NodeOutput::Effect(Effect::Durable { .. }) => {}
                 // Facts for a trace or a checker: this host needs none of them.
-                NodeOutput::Observe { .. }
-                | NodeOutput::StoreWritten { .. }
-                | NodeOutput::StoreRead { .. }
-                | NodeOutput::TimerFired(_)
-                | NodeOutput::View(_)
-                | NodeOutput::Cluster(_)
-                | NodeOutput::JoinAgain(_)
-                | NodeOutput::PersistAcked { .. }
-                | NodeOutput::RegionCoordinator(_)
-                | NodeOutput::RegionStopped { .. }
-                | NodeOutput::CoordinatorStopped { .. }
-                | NodeOutput::RecoveryFailed { .. } => {}
+                NodeOutput::Fact(Fact::Observe { .. })
+                | NodeOutput::Fact(Fact::StoreWritten { .. })
+                | NodeOutput::Fact(Fact::StoreRead { .. })
+                | NodeOutput::Fact(Fact::TimerFired(_))
+                | NodeOutput::Fact(Fact::View(_))
+                | NodeOutput::Fact(Fact::Cluster(_))
+                | NodeOutput::Fact(Fact::JoinAgain(_))
+                | NodeOutput::Fact(Fact::PersistAcked { .. })
+                | NodeOutput::Fact(Fact::RegionCoordinator(_))
+                | NodeOutput::Fact(Fact::RegionStopped { .. })
+                | NodeOutput::Fact(Fact::CoordinatorStopped { .. })
+                | NodeOutput::Fact(Fact::RecoveryFailed { .. }) => {}
             }
         }
     }

@@ -35,11 +35,12 @@
 //!    Before it returns, it hands the host every [`node::NodeOutput`], in order, through
 //!    [`node::NodeHost::output`] or the fast doors [`node::NodeHost::send`],
 //!    [`node::NodeHost::observe`] and [`node::NodeHost::delivered`] (by default they call
-//!    `output` with `NodeOutput::Send` or `NodeOutput::Observe`; a host that overrides them
+//!    `output` with `Effect::Send` or `Fact::Observe`; a host that overrides them
 //!    must treat them the same way). What the host feeds back (a message, a reply, a fired
 //!    timer) is always a later `handle` call. [`node::Collect`] is a ready-made host that
 //!    keeps the outputs in a `Vec`, for a host that applies them after the call.
-//! 3. **Apply each output.**
+//! 3. **Apply each output.** An output is an [`node::Effect`], work the host must do, or a
+//!    [`node::Fact`], for its checkers and trace. The effects:
 //!    - `Send { from, to, msg }`: deliver to node `to.node` as `NodeInput::Deliver { from,
 //!      role: to.role, msg }`, with `from` this node's [`protocol::Addr`] for role `from`.
 //!      A host may lose messages (as a faulty network does) but must not reorder them: FIFO
@@ -72,7 +73,7 @@
 //!    - `Durable { key, data }`: write it to this node's disk (see `disk()` below).
 //!    - `Shutdown { reason }`: the incarnation has stopped. Nothing follows, and it ignores
 //!      every later input: drop it.
-//!    - Everything else is an observation for checkers and traces, which a host may drop:
+//!    - Facts are observations for checkers and traces, which a host may drop:
 //!      `Observe` (deliveries, drops, entity starts and stops, allocations; a host may
 //!      answer a delivery with `NodeInput::EntityActs` to model an entity that passivates or
 //!      stops itself), `StoreWritten`, `StoreRead`, `TimerFired`, `View`, `Cluster`,
@@ -115,7 +116,7 @@
 //! ```rust
 //! use shardsim_core::ids::{EntityId, NodeId, NodeInc, SenderId};
 //! use shardsim_core::membership::NodeAddr;
-//! use shardsim_core::node::{Collect, Node, NodeConfig, NodeInput, NodeOutput, NodeTimer};
+//! use shardsim_core::node::{Collect, Effect, Fact, Node, NodeConfig, NodeInput, NodeOutput, NodeTimer};
 //! use shardsim_core::protocol::{Addr, CoordinatorEvent, Envelope, Incarnations, Observation};
 //! use shardsim_core::time::Instant;
 //! use std::collections::BTreeMap;
@@ -145,23 +146,23 @@
 //!     for o in host.out {
 //!         let (at, next) = match o {
 //!             // Alone, the answer to the seed-node check: no other member, itself first.
-//!             NodeOutput::SetTimer { timer: NodeTimer::JoinCheck, after, .. } => {
+//!             NodeOutput::Effect(Effect::SetTimer { timer: NodeTimer::JoinCheck, after, .. }) => {
 //!                 (t + after.0, NodeInput::JoinCheck { members: vec![], first_live: Some(me) })
 //!             }
-//!             NodeOutput::SetTimer { timer, after, gen } => {
+//!             NodeOutput::Effect(Effect::SetTimer { timer, after, gen }) => {
 //!                 (t + after.0, NodeInput::Timer { timer, gen })
 //!             }
 //!             // Alone, every message is to itself.
-//!             NodeOutput::Send { from, to, msg } => {
+//!             NodeOutput::Effect(Effect::Send { from, to, msg }) => {
 //!                 let from = Addr { node: me.node, inc: me.inc, role: from };
 //!                 (t, NodeInput::Deliver { from, role: to.role, msg })
 //!             }
-//!             NodeOutput::Persist { gen, event } => {
+//!             NodeOutput::Effect(Effect::Persist { gen, event }) => {
 //!                 journal.push(event);
 //!                 (t + 1_000, NodeInput::Persisted { gen })
 //!             }
-//!             NodeOutput::Local { msg, .. } => (t, NodeInput::Local(msg)),
-//!             NodeOutput::Observe { obs: Observation::Delivered { env: e, .. }, .. } => {
+//!             NodeOutput::Effect(Effect::Local { msg, .. }) => (t, NodeInput::Local(msg)),
+//!             NodeOutput::Fact(Fact::Observe { obs: Observation::Delivered { env: e, .. }, .. }) => {
 //!                 delivered.push(e);
 //!                 continue;
 //!             }

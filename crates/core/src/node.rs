@@ -145,7 +145,7 @@ pub enum NodeInput {
         /// The message.
         msg: MMsg,
     },
-    /// A timer set through [`NodeOutput::SetTimer`] fired.
+    /// A timer set through [`Effect::SetTimer`] fired.
     Timer {
         /// Which.
         timer: NodeTimer,
@@ -170,7 +170,7 @@ pub enum NodeInput {
     Down(NodeAddr),
     /// Leave the cluster gracefully.
     Leave,
-    /// A message between actors of this node, sent through [`NodeOutput::Local`], arrived.
+    /// A message between actors of this node, sent through [`Effect::Local`], arrived.
     Local(Local),
     /// An entity decided, after a message, to passivate or to stop itself (the
     /// application's choice, drawn by the host's workload).
@@ -185,7 +185,7 @@ pub enum NodeInput {
     /// A remember-entities store answered a Shard of this node's region.
     StoreReply(Box<StoreReply>),
     /// A Shard's request reaches this node's `ddata` remember-entities store (a local actor:
-    /// the host delivers [`NodeOutput::Store`] back as this, after the local delay).
+    /// the host delivers [`Effect::Store`] back as this, after the local delay).
     DdataStore(Box<StoreRequest>),
     /// A message from another node's Distributed Data replicator.
     Repl {
@@ -204,9 +204,22 @@ pub enum NodeInput {
     LeaveMember(NodeAddr),
 }
 
-/// Everything a node asks of its host, applied in order.
+/// Everything a node asks of its host, applied in order: an [`Effect`], the host's work, or a
+/// [`Fact`], for checkers and traces. A node emits them interleaved, in the order its roles
+/// acted, and a host handles each as it comes.
 #[derive(Clone, Debug)]
 pub enum NodeOutput {
+    /// Work for the host: a message to send, a timer, a journal or store request, the disk,
+    /// the node's stop.
+    Effect(Effect),
+    /// Something that happened, for the host's checkers and trace; nothing to do but record
+    /// it (and, for a delivery, draw what the entity does next).
+    Fact(Fact),
+}
+
+/// The host's work: what a node asks of the world around it.
+#[derive(Clone, Debug)]
+pub enum Effect {
     /// A message between actors of this node: deliver it back as [`NodeInput::Local`] after
     /// the delay `delay` names, always as its own event.
     Local {
@@ -236,22 +249,6 @@ pub enum NodeOutput {
     /// The `ddata` remember-entities store answers a Shard: deliver it back as
     /// [`NodeInput::StoreReply`] after the local delay.
     StoreReplyLocal(Box<StoreReply>),
-    /// The `ddata` store completed a write on a majority (for the trace and the checker).
-    StoreWritten {
-        /// The shard.
-        shard: ShardId,
-        /// Entities added.
-        started: Vec<EntityId>,
-        /// Entities removed.
-        stopped: Vec<EntityId>,
-    },
-    /// The `ddata` store answered `GetEntities`.
-    StoreRead {
-        /// The shard.
-        shard: ShardId,
-        /// The remembered entities.
-        entities: Vec<EntityId>,
-    },
     /// Send a sharding message from this node's `from` actor.
     Send {
         /// The sending actor on this node.
@@ -287,6 +284,33 @@ pub enum NodeOutput {
         gen: u32,
         /// The event.
         event: CoordinatorEvent,
+    },
+    /// The node stopped (crash, or shut down after leaving, being downed or removed). Nothing
+    /// follows; the host drops the node.
+    Shutdown {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What a node reports: facts for the checkers and the trace.
+#[derive(Clone, Debug)]
+pub enum Fact {
+    /// The `ddata` store completed a write on a majority (for the trace and the checker).
+    StoreWritten {
+        /// The shard.
+        shard: ShardId,
+        /// Entities added.
+        started: Vec<EntityId>,
+        /// Entities removed.
+        stopped: Vec<EntityId>,
+    },
+    /// The `ddata` store answered `GetEntities`.
+    StoreRead {
+        /// The shard.
+        shard: ShardId,
+        /// The remembered entities.
+        entities: Vec<EntityId>,
     },
     /// A fact from a role, with the entity incarnation it concerns (started, stopped or
     /// delivered to; 0 otherwise).
@@ -337,12 +361,18 @@ pub enum NodeOutput {
         /// Why.
         reason: String,
     },
-    /// The node stopped (crash, or shut down after leaving, being downed or removed). Nothing
-    /// follows; the host drops the node.
-    Shutdown {
-        /// Why.
-        reason: String,
-    },
+}
+
+impl From<Effect> for NodeOutput {
+    fn from(e: Effect) -> Self {
+        NodeOutput::Effect(e)
+    }
+}
+
+impl From<Fact> for NodeOutput {
+    fn from(f: Fact) -> Self {
+        NodeOutput::Fact(f)
+    }
 }
 
 /// The host a node runs on, seen from the node: where its outputs go, and the two things it
@@ -354,17 +384,17 @@ pub enum NodeOutput {
 pub trait NodeHost {
     /// Apply (or keep) one output.
     fn output(&mut self, o: NodeOutput);
-    /// [`NodeOutput::Send`].
+    /// [`Effect::Send`].
     #[inline]
     fn send(&mut self, from: Role, to: Addr, msg: Msg) {
-        self.output(NodeOutput::Send { from, to, msg });
+        self.output(NodeOutput::Effect(Effect::Send { from, to, msg }));
     }
-    /// [`NodeOutput::Observe`].
+    /// [`Fact::Observe`].
     #[inline]
     fn observe(&mut self, obs: Observation, incarnation: u64) {
-        self.output(NodeOutput::Observe { obs, incarnation });
+        self.output(NodeOutput::Fact(Fact::Observe { obs, incarnation }));
     }
-    /// [`NodeOutput::Observe`] of a delivery to entity incarnation `incarnation` (the most
+    /// [`Fact::Observe`] of a delivery to entity incarnation `incarnation` (the most
     /// frequent fact).
     #[inline]
     fn delivered(&mut self, env: Envelope, incarnation: u64) {
@@ -376,7 +406,7 @@ pub trait NodeHost {
     /// The run-wide entity incarnation counter (lent to the region for each input).
     fn incarnations(&mut self) -> &mut Incarnations;
     /// This node's disk: the durable Distributed Data entries written by its earlier
-    /// incarnations ([`NodeOutput::Durable`]). None by default.
+    /// incarnations ([`Effect::Durable`]). None by default.
     fn disk(&self) -> BTreeMap<Key, Data> {
         BTreeMap::new()
     }
@@ -607,7 +637,7 @@ impl Node {
             } => self.on_join_check(now, members, first_live, out),
             NodeInput::Persisted { gen } => {
                 if self.coordinator.is_some() && self.coord_gen == gen {
-                    out.output(NodeOutput::PersistAcked { gen });
+                    out.output(NodeOutput::Fact(Fact::PersistAcked { gen }));
                     self.coordinator_input(now, Input::Persisted, out);
                 }
             }
@@ -691,7 +721,9 @@ impl Node {
             if may_reregister {
                 let after = r.coordinator();
                 if after != before {
-                    out.output(NodeOutput::RegionCoordinator(after.map(|c| c.region_ref())));
+                    out.output(NodeOutput::Fact(Fact::RegionCoordinator(
+                        after.map(|c| c.region_ref()),
+                    )));
                 }
             }
             // Every rule after a protocol input (the rules that walk the region's maps only
@@ -705,7 +737,7 @@ impl Node {
             };
             if check {
                 if let Some(b) = r.check_invariants() {
-                    out.output(NodeOutput::RoleBreach(b));
+                    out.output(NodeOutput::Fact(Fact::RoleBreach(b)));
                 }
             }
         }
@@ -719,7 +751,7 @@ impl Node {
         if let Some(c) = self.coordinator.as_mut() {
             c.handle(now, input, &mut o);
             if let Some(b) = c.check_invariants() {
-                out.output(NodeOutput::RoleBreach(b));
+                out.output(NodeOutput::Fact(Fact::RoleBreach(b)));
             }
         }
         self.apply(now, Role::Coordinator, &mut o, out);
@@ -746,7 +778,7 @@ impl Node {
         if !matches!(timer, NodeTimer::SingletonCheck | NodeTimer::JoinCheck) {
             self.timers.insert(timer, gen);
         }
-        out.output(NodeOutput::SetTimer { timer, after, gen });
+        out.output(NodeOutput::Effect(Effect::SetTimer { timer, after, gen }));
     }
 
     fn on_timer(&mut self, now: Instant, timer: NodeTimer, gen: u64, out: &mut impl NodeHost) {
@@ -766,7 +798,7 @@ impl Node {
         self.timers.remove(&timer);
         match timer {
             NodeTimer::Role(t) => {
-                out.output(NodeOutput::TimerFired(t));
+                out.output(NodeOutput::Fact(Fact::TimerFired(t)));
                 match t.role() {
                     Role::Region | Role::SingletonManager => {
                         self.region_input(now, Input::Timeout(t), out)
@@ -814,10 +846,10 @@ impl Node {
                 Output::CancelTimer(timer) => {
                     self.timers.remove(&NodeTimer::Role(timer));
                 }
-                Output::Persist(event) => out.output(NodeOutput::Persist {
+                Output::Persist(event) => out.output(NodeOutput::Effect(Effect::Persist {
                     gen: self.coord_gen,
                     event,
-                }),
+                })),
                 o @ (Output::StateRead { .. }
                 | Output::StateWrite { .. }
                 | Output::RememberedShardsRead { .. }
@@ -825,8 +857,10 @@ impl Node {
                 Output::Observe(Observation::Delivered { env, incarnation }) => {
                     out.delivered(env, incarnation)
                 }
-                Output::Local { msg, delay } => out.output(NodeOutput::Local { msg, delay }),
-                Output::Store(req) => out.output(NodeOutput::Store(req)),
+                Output::Local { msg, delay } => {
+                    out.output(NodeOutput::Effect(Effect::Local { msg, delay }))
+                }
+                Output::Store(req) => out.output(NodeOutput::Effect(Effect::Store(req))),
                 Output::Observe(obs) => self.observe(obs, out),
                 Output::Stop { reason } => match role {
                     Role::Coordinator | Role::SingletonManager => {
@@ -838,7 +872,7 @@ impl Node {
                     Role::Region => {
                         self.stopped_region_high_water = self.buffer_high_water();
                         let region = self.region.take();
-                        out.output(NodeOutput::RegionStopped { reason });
+                        out.output(NodeOutput::Fact(Fact::RegionStopped { reason }));
                         self.local_region_terminated(now, region, out);
                         if self.leaving {
                             self.region_phase_done(now, out);
@@ -868,7 +902,9 @@ impl Node {
                 break; // the node shut down while applying its outputs
             }
             match o {
-                MOutput::Send { to, msg } => out.output(NodeOutput::SendCluster { to, msg }),
+                MOutput::Send { to, msg } => {
+                    out.output(NodeOutput::Effect(Effect::SendCluster { to, msg }))
+                }
                 MOutput::SetTimer { timer, after } => {
                     self.set_timer(NodeTimer::Membership(timer), after, out)
                 }
@@ -890,7 +926,7 @@ impl Node {
                         self.coordinated_shutdown(now, out);
                     }
                 }
-                MOutput::Observe(ev) => out.output(NodeOutput::Cluster(ev)),
+                MOutput::Observe(ev) => out.output(NodeOutput::Fact(Fact::Cluster(ev))),
             }
         }
         self.mout = mout;
@@ -928,7 +964,7 @@ impl Node {
     /// the singleton runs.
     fn on_view(&mut self, now: Instant, members: Vec<Member>, out: &mut impl NodeHost) {
         self.view = members.clone();
-        out.output(NodeOutput::View(members.clone()));
+        out.output(NodeOutput::Fact(Fact::View(members.clone())));
         if self.stores.is_some() {
             // The replicator's nodes: Up/Leaving/Exiting members with the sharding role,
             // oldest first (prefer-oldest); Exiting ones are not asked (§3.3).
@@ -1064,7 +1100,7 @@ mod tests {
             for o in host.out {
                 seq += 1;
                 let next = match &o {
-                    NodeOutput::SetTimer { timer, after, gen } => Some((
+                    NodeOutput::Effect(Effect::SetTimer { timer, after, gen }) => Some((
                         t + after.0,
                         match timer {
                             NodeTimer::JoinCheck => NodeInput::JoinCheck {
@@ -1077,24 +1113,28 @@ mod tests {
                             },
                         },
                     )),
-                    NodeOutput::Send { from, to, msg } if to.node == me.node => Some((
-                        t,
-                        NodeInput::Deliver {
-                            from: Addr {
-                                node: me.node,
-                                inc: me.inc,
-                                role: *from,
+                    NodeOutput::Effect(Effect::Send { from, to, msg }) if to.node == me.node => {
+                        Some((
+                            t,
+                            NodeInput::Deliver {
+                                from: Addr {
+                                    node: me.node,
+                                    inc: me.inc,
+                                    role: *from,
+                                },
+                                role: to.role,
+                                msg: *msg,
                             },
-                            role: to.role,
-                            msg: *msg,
-                        },
-                    )),
-                    NodeOutput::Persist { gen, event } => {
+                        ))
+                    }
+                    NodeOutput::Effect(Effect::Persist { gen, event }) => {
                         journal.push(*event);
                         Some((t + 1000, NodeInput::Persisted { gen: *gen }))
                     }
                     // Local messages at once, entity stops instantly.
-                    NodeOutput::Local { msg, .. } => Some((t, NodeInput::Local(*msg))),
+                    NodeOutput::Effect(Effect::Local { msg, .. }) => {
+                        Some((t, NodeInput::Local(*msg)))
+                    }
                     _ => None,
                 };
                 if let Some((at, input)) = next {
@@ -1119,20 +1159,20 @@ mod tests {
         assert!(
             seen.iter().any(|(_, o)| matches!(
                 o,
-                NodeOutput::CoordinatorStarted {
+                NodeOutput::Fact(Fact::CoordinatorStarted {
                     generation: 1,
                     replayed: 0
-                }
+                })
             )),
             "the oldest (only) member runs the coordinator"
         );
         let delivered: Vec<(u64, u64)> = seen
             .iter()
             .filter_map(|(_, o)| match o {
-                NodeOutput::Observe {
+                NodeOutput::Fact(Fact::Observe {
                     obs: Observation::Delivered { env, .. },
                     incarnation,
-                } => Some((env.seq, *incarnation)),
+                }) => Some((env.seq, *incarnation)),
                 _ => None,
             })
             .collect();
@@ -1161,7 +1201,7 @@ mod tests {
         assert!(c.state().regions.contains_key(&me));
         let terminated = |out: &[NodeOutput]| {
             out.iter().any(|o| {
-                matches!(o, NodeOutput::Persist { event: CoordinatorEvent::ShardRegionTerminated { region }, .. } if *region == me)
+                matches!(o, NodeOutput::Effect(Effect::Persist { event: CoordinatorEvent::ShardRegionTerminated { region }, .. }) if *region == me)
             })
         };
         let mut next = Incarnations { next: 100 };
@@ -1192,7 +1232,7 @@ mod tests {
         let seen = run_alone(&cfg_sends, 1);
         assert!(!seen
             .iter()
-            .any(|(_, o)| matches!(o, NodeOutput::Observe { .. })));
+            .any(|(_, o)| matches!(o, NodeOutput::Fact(Fact::Observe { .. }))));
         let me = NodeAddr {
             node: NodeId(0),
             inc: NodeInc(1),
@@ -1216,14 +1256,14 @@ mod tests {
         assert!(matches!(
             &host.out[n - 2..],
             [
-                NodeOutput::Observe {
+                NodeOutput::Fact(Fact::Observe {
                     obs: Observation::Dropped {
                         reason: DropReason::NodeDown,
                         ..
                     },
                     ..
-                },
-                NodeOutput::Shutdown { .. }
+                }),
+                NodeOutput::Effect(Effect::Shutdown { .. })
             ]
         ));
         node.handle(Instant(2), NodeInput::Request(cfg_sends[0]), &mut host);

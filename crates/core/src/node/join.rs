@@ -28,7 +28,7 @@ impl Node {
             .retain(|t, _| !matches!(t, NodeTimer::Membership(_)));
         self.membership = Membership::new(self.me, self.hosting, self.cfg.membership.clone());
         self.membership.set_app_version(self.app_version);
-        out.output(NodeOutput::JoinAgain(seeds.clone()));
+        out.output(NodeOutput::Fact(Fact::JoinAgain(seeds.clone())));
         self.membership_input(now, MInput::Start { seeds }, out);
         self.set_timer(NodeTimer::JoinCheck, SEED_NODE_TIMEOUT, out);
     }

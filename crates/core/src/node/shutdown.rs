@@ -121,13 +121,13 @@ impl Node {
         }
         if let Some(r) = self.region.as_ref() {
             for env in r.all_buffered_messages() {
-                out.output(NodeOutput::Observe {
+                out.output(NodeOutput::Fact(Fact::Observe {
                     obs: Observation::Dropped {
                         env,
                         reason: DropReason::NodeDown,
                     },
                     incarnation: 0,
-                });
+                }));
             }
         }
         self.stopped = true;
@@ -137,6 +137,6 @@ impl Node {
         self.coordinator = None;
         self.view.clear();
         self.timers.clear();
-        out.output(NodeOutput::Shutdown { reason });
+        out.output(NodeOutput::Effect(Effect::Shutdown { reason }));
     }
 }

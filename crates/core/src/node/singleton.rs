@@ -143,10 +143,10 @@ impl Node {
             );
             self.coordinator = Some(c);
             self.coord_gen += 1;
-            out.output(NodeOutput::CoordinatorStarted {
+            out.output(NodeOutput::Fact(Fact::CoordinatorStarted {
                 generation: self.coord_gen,
                 replayed: 0,
-            });
+            }));
             let busy = std::mem::replace(&mut self.coord_busy, true);
             self.apply(now, Role::Coordinator, &mut o, out);
             self.restore_outbox(o);
@@ -179,10 +179,10 @@ impl Node {
             Some((Ok(c), replayed)) => {
                 self.coordinator = Some(c);
                 self.coord_gen += 1;
-                out.output(NodeOutput::CoordinatorStarted {
+                out.output(NodeOutput::Fact(Fact::CoordinatorStarted {
                     generation: self.coord_gen,
                     replayed,
-                });
+                }));
                 self.apply(now, Role::Coordinator, &mut o, out);
                 self.restore_outbox(o);
                 let view = self.view.clone();
@@ -207,7 +207,7 @@ impl Node {
         if self.coordinator.is_some() || self.stopped {
             return;
         }
-        out.output(NodeOutput::Send {
+        out.output(NodeOutput::Effect(Effect::Send {
             from: Role::SingletonManager,
             to: Addr {
                 node: p.node,
@@ -215,7 +215,7 @@ impl Node {
                 role: Role::SingletonManager,
             },
             msg: Msg::HandOverToMe,
-        });
+        }));
         self.set_timer(NodeTimer::HandOverRetry, HAND_OVER_RETRY, out);
     }
 
@@ -236,11 +236,11 @@ impl Node {
             Msg::HandOverToMe => {
                 if self.handing_over_to.is_some() {
                     // HandingOver: a retry.
-                    out.output(NodeOutput::Send {
+                    out.output(NodeOutput::Effect(Effect::Send {
                         from: Role::SingletonManager,
                         to: from,
                         msg: Msg::HandOverInProgress,
-                    });
+                    }));
                     return;
                 }
                 self.handing_over_to = Some(from);
@@ -272,18 +272,18 @@ impl Node {
             return;
         };
         self.stop_coordinator(now, "handed over to the new oldest", out);
-        out.output(NodeOutput::Send {
+        out.output(NodeOutput::Effect(Effect::Send {
             from: Role::SingletonManager,
             to,
             msg: Msg::HandOverDone,
-        });
+        }));
         if self.exiting {
             self.exiting_completed(now, out);
         }
     }
 
     fn recovery_failed(&mut self, now: Instant, reason: String, out: &mut impl NodeHost) {
-        out.output(NodeOutput::RecoveryFailed { reason });
+        out.output(NodeOutput::Fact(Fact::RecoveryFailed { reason }));
         self.back_off_singleton(now, out);
     }
 
@@ -308,8 +308,8 @@ impl Node {
         self.coord_inbox.clear();
         self.timers
             .retain(|t, _| !matches!(t, NodeTimer::Role(t) if t.role() == Role::Coordinator));
-        out.output(NodeOutput::CoordinatorStopped { reason });
-        out.output(NodeOutput::CoordinatorTerminated);
+        out.output(NodeOutput::Fact(Fact::CoordinatorStopped { reason }));
+        out.output(NodeOutput::Effect(Effect::CoordinatorTerminated));
         self.back_off_singleton(now, out);
     }
 }

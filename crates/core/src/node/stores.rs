@@ -87,10 +87,10 @@ impl Node {
         for o in sout.drain(..) {
             match o {
                 StoreOutput::Replicator(ReplOutput::Send { to, msg }) => {
-                    out.output(NodeOutput::SendRepl {
+                    out.output(NodeOutput::Effect(Effect::SendRepl {
                         to,
                         msg: Box::new(msg),
-                    })
+                    }))
                 }
                 StoreOutput::Replicator(ReplOutput::SetTimer { timer, after }) => {
                     self.set_timer(NodeTimer::Repl(timer), after, out)
@@ -99,7 +99,7 @@ impl Node {
                     self.timers.remove(&NodeTimer::Repl(timer));
                 }
                 StoreOutput::Replicator(ReplOutput::Durable { key, data }) => {
-                    out.output(NodeOutput::Durable { key, data })
+                    out.output(NodeOutput::Effect(Effect::Durable { key, data }))
                 }
                 // The coordinator register's answers; the stores' own go to them.
                 StoreOutput::Replicator(ReplOutput::GetResponse {
@@ -152,19 +152,19 @@ impl Node {
                 }
                 StoreOutput::Replicator(_) => {}
                 StoreOutput::Reply(reply) => {
-                    out.output(NodeOutput::StoreReplyLocal(Box::new(reply)))
+                    out.output(NodeOutput::Effect(Effect::StoreReplyLocal(Box::new(reply))))
                 }
                 StoreOutput::Written {
                     shard,
                     started,
                     stopped,
-                } => out.output(NodeOutput::StoreWritten {
+                } => out.output(NodeOutput::Fact(Fact::StoreWritten {
                     shard,
                     started,
                     stopped,
-                }),
+                })),
                 StoreOutput::Read { shard, entities } => {
-                    out.output(NodeOutput::StoreRead { shard, entities })
+                    out.output(NodeOutput::Fact(Fact::StoreRead { shard, entities }))
                 }
             }
         }

@@ -19,7 +19,9 @@ use crate::trace::{TraceEvent, TraceMode, Tracer};
 use shardsim_core::ddata::{Data, Key, ReplMsg};
 use shardsim_core::ids::{EntityId, NodeId, NodeInc, ShardId};
 use shardsim_core::membership::{MMsg, NodeAddr};
-use shardsim_core::node::{Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer};
+use shardsim_core::node::{
+    Effect, Fact, Node, NodeConfig, NodeHost, NodeInput, NodeOutput, NodeTimer,
+};
 use shardsim_core::protocol::entity::SharedShards;
 use shardsim_core::protocol::settings::RememberStore;
 use shardsim_core::protocol::{
@@ -340,21 +342,22 @@ impl<T: Transport> Ctx<'_, T> {
     }
 }
 
-impl<T: Transport> NodeHost for Ctx<'_, T> {
-    fn output(&mut self, o: NodeOutput) {
+impl<T: Transport> Ctx<'_, T> {
+    /// Do the host's work an effect asks for.
+    fn effect(&mut self, e: Effect) {
         let t = &mut *self.0;
         let me = t.cluster().cur;
         let NodeAddr { node, inc } = me;
         let now = t.now();
-        match o {
-            NodeOutput::Local { msg, delay } => {
+        match e {
+            Effect::Local { msg, delay } => {
                 let c = t.cluster_mut();
                 let after = outputs::local_delay_us(&c.sc, delay, &mut c.entity_rng);
                 t.local_msg(now + Duration::from_micros(after), msg);
             }
-            NodeOutput::Send { from, to, msg } => self.send(from, to, msg),
-            NodeOutput::SendCluster { to, msg } => t.send_cluster(me, to, msg),
-            NodeOutput::CoordinatorTerminated => {
+            Effect::Send { from, to, msg } => self.send(from, to, msg),
+            Effect::SendCluster { to, msg } => t.send_cluster(me, to, msg),
+            Effect::CoordinatorTerminated => {
                 let from = Addr {
                     node,
                     inc,
@@ -372,27 +375,26 @@ impl<T: Transport> NodeHost for Ctx<'_, T> {
                     }
                 }
             }
-            NodeOutput::SetTimer { timer, after, gen } => t.timer(now + after, timer, gen),
-            NodeOutput::Persist { gen, event } => t.persist(me, gen, event),
-            NodeOutput::Observe { obs, incarnation } => self.observe(obs, incarnation),
-            NodeOutput::Store(req)
+            Effect::SetTimer { timer, after, gen } => t.timer(now + after, timer, gen),
+            Effect::Persist { gen, event } => t.persist(me, gen, event),
+            Effect::Store(req)
                 if t.cluster().sc.settings.remember_entities_store == RememberStore::Ddata =>
             {
                 let at = now + Duration::from_micros(t.cluster().sc.entities.local_delay_us);
                 t.ddata_store(at, req);
             }
-            NodeOutput::Store(req) => t.store(me, req),
-            NodeOutput::StoreReplyLocal(reply) => {
+            Effect::Store(req) => t.store(me, req),
+            Effect::StoreReplyLocal(reply) => {
                 let at = now + Duration::from_micros(t.cluster().sc.entities.local_delay_us);
                 t.ddata_reply(at, reply);
             }
-            NodeOutput::SendRepl { to, msg } => t.send_repl(me, to, msg),
-            NodeOutput::Durable { key, data } => {
+            Effect::SendRepl { to, msg } => t.send_repl(me, to, msg),
+            Effect::Durable { key, data } => {
                 t.cluster_mut().slots[node.0 as usize]
                     .disk
                     .insert(key, data);
             }
-            NodeOutput::Shutdown { reason } => {
+            Effect::Shutdown { reason } => {
                 let s = &mut t.cluster_mut().slots[node.0 as usize];
                 s.up = false;
                 s.paused_until = 0;
@@ -403,10 +405,21 @@ impl<T: Transport> NodeHost for Ctx<'_, T> {
                     reason,
                 });
             }
-            o => {
+        }
+    }
+}
+
+impl<T: Transport> NodeHost for Ctx<'_, T> {
+    fn output(&mut self, o: NodeOutput) {
+        match o {
+            NodeOutput::Effect(e) => self.effect(e),
+            NodeOutput::Fact(Fact::Observe { obs, incarnation }) => self.observe(obs, incarnation),
+            NodeOutput::Fact(f) => {
+                let t = &mut *self.0;
+                let NodeAddr { node, inc } = t.cluster().cur;
                 let c = t.cluster_mut();
                 let traced = c.tracer.on();
-                if let Some(ev) = outputs::output_event(node, inc, o, traced, &mut c.stats) {
+                if let Some(ev) = outputs::fact_event(node, inc, f, traced, &mut c.stats) {
                     t.emit(ev);
                 }
             }

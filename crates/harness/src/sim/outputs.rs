@@ -6,7 +6,7 @@ use super::Stats;
 use crate::scenario::{Scenario, WorkloadSpec};
 use crate::trace::{Place, TraceEvent};
 use shardsim_core::ids::{NodeId, NodeInc};
-use shardsim_core::node::{Node, NodeOutput};
+use shardsim_core::node::{Fact, Node};
 use shardsim_core::protocol::{DropReason, EntityAct, Envelope, LocalDelay};
 use shardsim_core::rng::Rng;
 
@@ -54,20 +54,19 @@ pub fn entity_act(w: &WorkloadSpec, rng: &mut Rng) -> Option<EntityAct> {
     }
 }
 
-/// The trace event of an output of `node`'s incarnation `inc` that the host only records,
-/// counting it in `stats`; `None` when it is untraced detail (`traced` false) or an output the
-/// host applies itself (messages, timers, journal and store requests, observations, the disk,
-/// the node's shutdown), which the hosts match before they call this.
+/// The trace event of a fact of `node`'s incarnation `inc`, counting it in `stats`; `None`
+/// when it is untraced detail (`traced` false) or an observation, which the hosts check and
+/// trace themselves before they call this.
 #[inline]
-pub fn output_event(
+pub fn fact_event(
     node: NodeId,
     inc: NodeInc,
-    o: NodeOutput,
+    f: Fact,
     traced: bool,
     stats: &mut Stats,
 ) -> Option<TraceEvent> {
-    match o {
-        NodeOutput::StoreWritten {
+    match f {
+        Fact::StoreWritten {
             shard,
             started,
             stopped,
@@ -77,16 +76,16 @@ pub fn output_event(
             started,
             stopped,
         }),
-        NodeOutput::StoreRead { shard, entities } => Some(TraceEvent::StoreRead {
+        Fact::StoreRead { shard, entities } => Some(TraceEvent::StoreRead {
             node,
             shard,
             entities,
         }),
-        NodeOutput::TimerFired(timer) => traced.then_some(TraceEvent::Timer { node, timer }),
-        NodeOutput::View(members) => Some(TraceEvent::MemberView { node, members }),
-        NodeOutput::Cluster(event) => traced.then_some(TraceEvent::Cluster { node, event }),
-        NodeOutput::JoinAgain(seeds) => traced.then_some(TraceEvent::JoinAgain { node, seeds }),
-        NodeOutput::CoordinatorStarted {
+        Fact::TimerFired(timer) => traced.then_some(TraceEvent::Timer { node, timer }),
+        Fact::View(members) => Some(TraceEvent::MemberView { node, members }),
+        Fact::Cluster(event) => traced.then_some(TraceEvent::Cluster { node, event }),
+        Fact::JoinAgain(seeds) => traced.then_some(TraceEvent::JoinAgain { node, seeds }),
+        Fact::CoordinatorStarted {
             generation,
             replayed,
         } => {
@@ -98,42 +97,31 @@ pub fn output_event(
                 replayed,
             })
         }
-        NodeOutput::PersistAcked { gen } => Some(TraceEvent::PersistAcked {
+        Fact::PersistAcked { gen } => Some(TraceEvent::PersistAcked {
             node,
             incarnation: inc.0,
             generation: gen,
         }),
-        NodeOutput::RegionCoordinator(coordinator) => {
+        Fact::RegionCoordinator(coordinator) => {
             Some(TraceEvent::RegionCoordinator { node, coordinator })
         }
-        NodeOutput::RoleBreach(b) => Some(TraceEvent::RoleBreach {
+        Fact::RoleBreach(b) => Some(TraceEvent::RoleBreach {
             node,
             role: b.role.to_string(),
             rule: b.rule.to_string(),
             detail: b.detail,
         }),
-        NodeOutput::RegionStopped { reason } => Some(TraceEvent::RegionStopped {
+        Fact::RegionStopped { reason } => Some(TraceEvent::RegionStopped {
             node,
             reason: reason.to_string(),
         }),
-        NodeOutput::CoordinatorStopped { reason } => Some(TraceEvent::CoordinatorStopped {
+        Fact::CoordinatorStopped { reason } => Some(TraceEvent::CoordinatorStopped {
             node,
             reason: reason.to_string(),
         }),
-        NodeOutput::RecoveryFailed { reason } => Some(TraceEvent::RecoveryFailed { node, reason }),
-        // Applied by the host.
-        NodeOutput::Local { .. }
-        | NodeOutput::Send { .. }
-        | NodeOutput::SendCluster { .. }
-        | NodeOutput::CoordinatorTerminated
-        | NodeOutput::SetTimer { .. }
-        | NodeOutput::Persist { .. }
-        | NodeOutput::Observe { .. }
-        | NodeOutput::Store(_)
-        | NodeOutput::StoreReplyLocal(_)
-        | NodeOutput::SendRepl { .. }
-        | NodeOutput::Durable { .. }
-        | NodeOutput::Shutdown { .. } => None,
+        Fact::RecoveryFailed { reason } => Some(TraceEvent::RecoveryFailed { node, reason }),
+        // Checked and traced by the host.
+        Fact::Observe { .. } => None,
     }
 }
 
