@@ -92,7 +92,7 @@ fn every_scenario_rechecks_to_the_live_verdict() {
 
 #[test]
 fn hazard_trace_recheck_finds_the_reordering() {
-    // Seed 2 is the README's example of the §11.3 reorder.
+    // Seed 2 is the README's and docs/debugging.md's example of the §11.3 reorder.
     let n = live_and_file_agree(load("hazards/reorder-across-handoff.toml"), 0..5);
     assert!(n > 0, "no violation among these seeds");
 }
