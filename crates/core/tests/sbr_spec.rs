@@ -1520,12 +1520,9 @@ fn down_all_nodes_must_down_all() {
 
 /// DownAllNodes, Spec:817: "down all when any indirectly connected: {(A, B), C} => {}".
 ///
-/// Akka's down-all decides DownAll even when members are indirectly connected (DS:573-576).
-///
-/// By our reading of `decide` the model gives: from side 1 (at C) DownIndirectlyConnected {A, B}
-/// where Akka downs {A, B, C}.
+/// Akka's down-all decides DownAll even when members are indirectly connected (DS:573-576), and
+/// so does the model (downing.rs, down-all before the indirectly connected).
 #[test]
-#[ignore = "departure: indirectly connected before down-all (Akka DS:573-576 vs downing.rs:120)"]
 fn down_all_nodes_must_down_all_when_any_indirectly_connected_ab_c() {
     let sides: Sides = &[&["A", "B", "C"]];
     assert_side(&DOWN_ALL, sides, AB_CYCLE, 0, DA, "ABC");

@@ -125,6 +125,12 @@ pub fn decide(strategy: &SbrStrategy, facts: &DowningFacts<'_>, me: NodeAddr) ->
             };
         }
     }
+    // Down-all downs every downable member whatever the reachability says: Akka's
+    // `DownAllNodes.decide` is `DownAll` unconditionally, before (and instead of) any look at
+    // the indirectly connected (DowningStrategy.scala `DownAllNodes`).
+    if let SbrStrategy::DownAll = strategy {
+        return decide_clean(strategy, gossip, &unreachable, &BTreeSet::new());
+    }
     // Akka SBR "indirectly connected" members: observers of an unreachability that are
     // themselves observed unreachable (one-way cuts, bridges, stale records from before a
     // cut). They are downed; the strategy decides only between the clean sides. Without this,
@@ -464,8 +470,10 @@ mod tests {
     ///   the Joining node on the other side (it may be Up there): 2 against 3, a different
     ///   conclusion, so node 0 downs everyone (`majorityDecisionWhenIncludingMembershipChanges
     ///   EdgeCase`); the other side downs itself, its Joining node with it.
+    /// - Down-all downs everyone wherever anything is unreachable, indirectly connected members
+    ///   or not (Akka's `DownAllNodes` decides `DownAll` unconditionally).
     /// - Indirectly connected (observers of an unreachability that are themselves observed
-    ///   unreachable: 2x3, 4x01, mixed) are downed by everyone whatever the strategy, and
+    ///   unreachable: 2x3, 4x01, mixed) are downed by every other strategy, and
     ///   when nobody clean is unreachable (2x3, 4x01) or the viewer is one of them, only they
     ///   are. In 4x01, 4 is reachable from 2 and 3 but not from 0 and 1: all three are
     ///   indirectly connected, 2 and 3 survive.
@@ -495,17 +503,17 @@ mod tests {
             ("1|2|2",   3, [&[3, 4],       &[3, 4],        &[3, 4],        &[3, 4],     ALL]),
             ("2|3j",    0, [ALL,           &[2, 3, 4],     &[2, 3, 4],     &[0, 1],     ALL]),
             ("2|3j",    2, [&[2, 3, 4],    &[2, 3, 4],     &[2, 3, 4],     &[2, 3, 4],  ALL]),
-            ("2x3",     0, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
-            ("2x3",     2, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
-            ("2x3",     3, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     &[2, 3]]),
+            ("2x3",     0, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     ALL]),
+            ("2x3",     2, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     ALL]),
+            ("2x3",     3, [&[2, 3],       &[2, 3],        &[2, 3],        &[2, 3],     ALL]),
             ("2>3",     0, [&[3],          &[3],           &[3],           &[3],        ALL]),
             ("2>3",     2, [&[3],          &[3],           &[3],           &[3],        ALL]),
             ("2>3",     3, [&[],           &[],            &[],            &[],         &[]]),
-            ("4x01",    0, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  &[0, 1, 4]]),
-            ("4x01",    2, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  &[0, 1, 4]]),
-            ("4x01",    4, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  &[0, 1, 4]]),
+            ("4x01",    0, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  ALL]),
+            ("4x01",    2, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  ALL]),
+            ("4x01",    4, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  ALL]),
             ("mixed",   0, [&[1, 2, 4],    &[1, 2, 4],     &[1, 2, 4],     &[0, 1, 2, 3], ALL]),
-            ("mixed",   1, [&[1, 2],       &[1, 2],        &[1, 2],        &[1, 2],     &[1, 2]]),
+            ("mixed",   1, [&[1, 2],       &[1, 2],        &[1, 2],        &[1, 2],     ALL]),
         ];
         for &(net, viewer, expected) in rows {
             for (strategy, want) in STRATEGIES.iter().zip(expected) {
