@@ -646,3 +646,44 @@ fn a_known_hazard_is_reported_as_known() {
         "{out}"
     );
 }
+
+/// Flags that mean something only with another are refused without it (exit 2, naming the
+/// flag), and `--jobs` above the cores warns but runs.
+#[test]
+fn dependent_flags_are_refused_without_their_flag() {
+    for args in [
+        &["fuzz", "sim-scenarios/one-node.toml", "--batch", "8"][..],
+        &[
+            "fuzz",
+            "sim-scenarios/one-node.toml",
+            "--guided-out",
+            "/tmp/x",
+        ][..],
+        &[
+            "explain",
+            "sim-scenarios/one-node.toml",
+            "--seed",
+            "1",
+            "--pictures",
+            "/tmp/x",
+            "--no-pictures",
+        ][..],
+    ] {
+        let (code, _, err) = shardsim(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("--"), "{args:?}: {err}");
+    }
+    let (code, _, err) = shardsim(&[
+        "fuzz",
+        "sim-scenarios/one-node.toml",
+        "--schedules",
+        "2",
+        "--jobs",
+        "4096",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: --jobs 4096 is more than the"),
+        "{err}"
+    );
+}

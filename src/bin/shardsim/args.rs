@@ -132,10 +132,20 @@ pub struct FuzzArgs {
     )]
     pub guided: bool,
     /// With --guided: where the failing inputs are written as scenario files.
-    #[arg(long, value_name = "DIR", default_value = "reports/guided")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "reports/guided",
+        requires = "guided"
+    )]
     pub guided_out: PathBuf,
     /// With --guided: inputs per generation (the answer depends on it, not on --jobs).
-    #[arg(long, default_value_t = shardsim::guided::DEFAULT_BATCH, value_parser = at_least_one)]
+    #[arg(
+        long,
+        default_value_t = shardsim::guided::DEFAULT_BATCH,
+        value_parser = at_least_one,
+        requires = "guided"
+    )]
     pub batch: usize,
 }
 
@@ -299,7 +309,11 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Write the pictures (`<scenario>-seed<N>.md` and `.svg`) into this folder.
-    #[arg(long, default_value = "reports/explain")]
+    #[arg(
+        long,
+        default_value = "reports/explain",
+        conflicts_with = "no_pictures"
+    )]
     pub pictures: PathBuf,
     /// Print the story only.
     #[arg(long)]

@@ -41,3 +41,21 @@ pub fn scenario_files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The threads a campaign runs on: `--jobs`, or every core. More jobs than cores is allowed (the
+/// answer does not depend on it) but only shares the cores, so it warns.
+pub fn jobs_or_cores(jobs: Option<usize>) -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    match jobs {
+        Some(j) if j > cores => {
+            eprintln!(
+                "warning: --jobs {j} is more than the {cores} cores here; the extra threads only share them"
+            );
+            j
+        }
+        Some(j) => j,
+        None => cores,
+    }
+}

@@ -81,11 +81,7 @@ pub fn run(args: FuzzArgs) -> Exit {
         );
         return Exit::BadInput;
     }
-    let jobs = jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let jobs = crate::common::jobs_or_cores(jobs);
     let (slice_start, slice_len) = slice.range(seed_start, schedules);
     if slice_spec.is_some() {
         println!(
@@ -292,11 +288,7 @@ fn coverage_or_guided(args: FuzzArgs) -> Exit {
     let mut opts = shardsim::guided::GuidedOptions {
         seed_start,
         schedules,
-        jobs: jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        }),
+        jobs: crate::common::jobs_or_cores(jobs),
         until_failure,
         batch: 0,
     };

@@ -37,11 +37,7 @@ pub fn run(args: SweepArgs) -> Exit {
         schedules,
         slow_schedules,
         slow_after_events,
-        jobs: jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        }),
+        jobs: crate::common::jobs_or_cores(jobs),
         summaries,
     };
     let mode = match (report_only, check_fingerprint, compact) {
