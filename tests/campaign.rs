@@ -16,10 +16,6 @@ use std::sync::Arc;
 const FAST: &str = "tests/data/fast-reorder.toml";
 const HAZARD: &str = "sim-scenarios/hazards/reorder-across-handoff.toml";
 
-fn load(rel: &str) -> Arc<Scenario> {
-    Arc::new(Scenario::load(&root().join(rel)).unwrap_or_else(|e| panic!("{e}")))
-}
-
 fn until(sc: &Arc<Scenario>, start: u64, cap: u64, jobs: usize) -> Summary {
     let opts = FuzzOptions {
         check_determinism: None,

@@ -604,10 +604,8 @@ fn numeric_flags_reject_nonsense() {
 #[test]
 fn a_known_hazard_is_reported_as_known() {
     use shardsim::campaign::Campaign;
-    use shardsim_harness::scenario::Scenario;
-    use std::sync::Arc;
     let file = "tests/data/known-reorder.toml";
-    let sc = Arc::new(Scenario::load(&root().join(file)).unwrap());
+    let sc = common::load(file);
     let sum = Campaign::new(&sc, 0, 40).jobs(2).run();
     let f = sum
         .failures

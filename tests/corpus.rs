@@ -128,7 +128,7 @@ fn cli_fuzz_appends_to_a_corpus() {
     assert!(text.starts_with(kept));
     // The failing seeds among 0..30, in seed order; outside the repository, names are relative
     // to the current directory (the repository here).
-    let sc = Arc::new(Scenario::load(&root().join("tests/data/fast-reorder.toml")).unwrap());
+    let sc = common::load("tests/data/fast-reorder.toml");
     let sum = Campaign::new(&sc, 0, 30).run();
     let want = campaign::corpus_entries("tests/data/fast-reorder.toml", &sum);
     assert!(!want.is_empty(), "no failing seed in 0..30");

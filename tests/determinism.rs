@@ -3,19 +3,10 @@
 use shardsim::campaign::{run_seed, Campaign};
 use shardsim_harness::scenario::Scenario;
 use shardsim_harness::trace::TraceMode;
+mod common;
+use common::load;
 use std::path::Path;
 use std::sync::Arc;
-
-fn load(name: &str) -> Arc<Scenario> {
-    Arc::new(
-        Scenario::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("sim-scenarios")
-                .join(name),
-        )
-        .unwrap(),
-    )
-}
 
 #[test]
 fn same_seed_same_trace_bytes() {

@@ -10,12 +10,11 @@ use shardsim::campaign::{self, Campaign};
 use shardsim::explain::{self, draw, Explanation, MAX_LINES};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use std::path::Path;
-use std::sync::Arc;
 
 /// The scenario at `rel`, its first failing seed from 0 (at most 2,000 schedules), and its
 /// explanation.
 fn explain_first_failure(rel: &str) -> (u64, Explanation) {
-    let sc = Arc::new(Scenario::load(&root().join(rel)).unwrap());
+    let sc = common::load(rel);
     let s = Campaign::new(&sc, 0, 2_000).until_failure(true).run();
     let seed = s
         .failures
@@ -135,7 +134,7 @@ fn stale_host_shard_resend_story_and_pictures() {
 #[test]
 fn a_trace_written_by_run_explains_as_the_rerun_does() {
     let rel = "sim-scenarios/hazards/stale-host-shard-resend.toml";
-    let sc = Arc::new(Scenario::load(&root().join(rel)).unwrap());
+    let sc = common::load(rel);
     let (r, tracer, causal) = explain::run_recorded(&sc, 0);
     // The recorder changes nothing in the trace.
     let (plain, plain_tracer) =
@@ -159,7 +158,7 @@ fn a_trace_written_by_run_explains_as_the_rerun_does() {
 /// seed from `shardsim sweep` or `fuzz`.
 #[test]
 fn a_region_that_never_registered_is_told_by_the_coordinator_nodes_view() {
-    let sc = Arc::new(Scenario::load(&root().join("sim-scenarios/scale-50.toml")).unwrap());
+    let sc = common::load("sim-scenarios/scale-50.toml");
     let e = explain::explain_text(&explain::rerun(&sc, 574)).unwrap();
     let story = explain::story(&e);
     assert_eq!(e.violation.invariant, Outcome::Liveness, "{story}");

@@ -5,6 +5,7 @@
 //! some do. `sim-scenarios/README.md` and `sim-scenarios/hazards/README.md` list them.
 
 mod common;
+use common::load;
 
 use shardsim::campaign::run_seed;
 use shardsim_core::ids::{NodeId, RegionRef, SenderId};
@@ -17,11 +18,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 const SEEDS: u64 = 20;
-
-fn load(rel: &str) -> Arc<Scenario> {
-    let path = common::root().join("sim-scenarios").join(rel);
-    Arc::new(Scenario::load(&path).unwrap_or_else(|e| panic!("{e}")))
-}
 
 fn events(sc: &Arc<Scenario>, seed: u64) -> Vec<(Instant, TraceEvent)> {
     let (r, tracer) = run_seed(sc, seed, TraceMode::Full);

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn smoke() -> Arc<Scenario> {
-    Arc::new(Scenario::load(&root().join("sim-scenarios/smoke.toml")).unwrap())
+    common::load("sim-scenarios/smoke.toml")
 }
 
 fn opts(seed_start: u64, schedules: u64, jobs: usize, until_failure: bool) -> GuidedOptions {

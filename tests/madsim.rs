@@ -17,17 +17,14 @@ use madsim::runtime::{Handle, Runtime};
 use shardsim_harness::host::{self, Host};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use shardsim_harness::trace::TraceMode;
+mod common;
+use common::load;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("sim-scenarios")
         .join(name)
-}
-
-fn load(name: &str) -> Arc<Scenario> {
-    Arc::new(Scenario::load(&path(name)).unwrap_or_else(|e| panic!("{e}")))
 }
 
 fn run(name: &str, seed: u64) -> shardsim_harness::sim::RunResult {

@@ -12,12 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn scenario_with(name: &str, mutation: Mutation) -> Arc<Scenario> {
-    let mut sc = Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sim-scenarios")
-            .join(name),
-    )
-    .unwrap();
+    let mut sc = common::scenario(name);
     sc.options.mutation = mutation;
     sc.expect.outcome = Outcome::None;
     Arc::new(sc)
@@ -86,10 +81,7 @@ fn coordinator_allocating_to_a_removed_region_breaks_allocation_to_downed() {
 
 #[test]
 fn region_that_never_reasks_for_a_shard_home_breaks_liveness() {
-    let mut sc = Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("sim-scenarios/faults/journal-blackhole.toml"),
-    )
-    .unwrap();
+    let mut sc = common::scenario("faults/journal-blackhole.toml");
     sc.options.mutation = Mutation::RegionNeverReasks;
     let f = first_violation(&Arc::new(sc), 20).expect("the stranded buffer was never caught");
     assert_eq!(f.invariant, Outcome::Liveness, "{f:?}");
@@ -314,13 +306,7 @@ fn a_singleton_ordering_by_age_backwards_breaks_one_coordinator() {
 #[test]
 fn split_brain_coordinators_that_cannot_reach_each_other_are_not_flagged() {
     use shardsim_harness::trace::{TraceEvent, TraceMode};
-    let sc = Arc::new(
-        Scenario::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("sim-scenarios/faults/auto-down-split-brain.toml"),
-        )
-        .unwrap(),
-    );
+    let sc = Arc::new(common::scenario("faults/auto-down-split-brain.toml"));
     let mut overlapped = 0;
     for seed in 0..10 {
         let (r, tracer) = campaign::run_seed(&sc, seed, TraceMode::Full);

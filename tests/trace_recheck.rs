@@ -8,17 +8,7 @@ use shardsim_core::protocol::settings::Mutation;
 use shardsim_harness::check::{recheck, Violation};
 use shardsim_harness::scenario::{Outcome, Scenario};
 use shardsim_harness::trace::{read_line, Line, TraceMode, Tracer};
-use std::path::Path;
 use std::sync::Arc;
-
-fn load(name: &str) -> Scenario {
-    Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sim-scenarios")
-            .join(name),
-    )
-    .unwrap()
-}
 
 fn verdict(v: &Option<Violation>) -> Option<(Outcome, u64, &str)> {
     v.as_ref().map(|v| (v.invariant, v.t.0, v.detail.as_str()))
@@ -93,13 +83,16 @@ fn every_scenario_rechecks_to_the_live_verdict() {
 #[test]
 fn hazard_trace_recheck_finds_the_reordering() {
     // Seed 2 is the README's and docs/debugging.md's example of the §11.3 reorder.
-    let n = live_and_file_agree(load("hazards/reorder-across-handoff.toml"), 0..5);
+    let n = live_and_file_agree(
+        common::scenario("hazards/reorder-across-handoff.toml"),
+        0..5,
+    );
     assert!(n > 0, "no violation among these seeds");
 }
 
 /// A scenario, its mutation, and the invariant the mutation breaks.
 fn cases() -> Vec<(Scenario, Outcome)> {
-    let fixed = || load("hazards/reorder-across-handoff-fixed.toml");
+    let fixed = || common::scenario("hazards/reorder-across-handoff-fixed.toml");
     let mutated = |mut sc: Scenario, m: Mutation| {
         sc.options.mutation = m;
         sc
@@ -124,7 +117,7 @@ fn cases() -> Vec<(Scenario, Outcome)> {
             Outcome::NoDuplicate,
         ),
         (
-            load("faults/split-brain-journal.toml"),
+            common::scenario("faults/split-brain-journal.toml"),
             Outcome::JournalSingleWriter,
         ),
         (
@@ -133,7 +126,7 @@ fn cases() -> Vec<(Scenario, Outcome)> {
         ),
         (
             mutated(
-                load("faults/journal-blackhole.toml"),
+                common::scenario("faults/journal-blackhole.toml"),
                 Mutation::RegionNeverReasks,
             ),
             Outcome::Liveness,
@@ -144,20 +137,20 @@ fn cases() -> Vec<(Scenario, Outcome)> {
         ),
         (
             mutated(
-                load("handoff-while-passivating.toml"),
+                common::scenario("handoff-while-passivating.toml"),
                 Mutation::ShardForgetsPassivationBuffer,
             ),
             Outcome::MessageLost,
         ),
         (
-            load("hazards/restart-timer-not-cancelled.toml"),
+            common::scenario("hazards/restart-timer-not-cancelled.toml"),
             Outcome::ShardIllegalState,
         ),
         // Remembered-entity liveness: the idle starter leaves a crashed node's remembered
         // entities unstarted (the store writes in the trace say which are remembered).
         (
             mutated(
-                load("specs/remember-entities-node-crash-eventsourced.toml"),
+                common::scenario("specs/remember-entities-node-crash-eventsourced.toml"),
                 Mutation::StarterNeverStarts,
             ),
             Outcome::Liveness,
@@ -166,7 +159,7 @@ fn cases() -> Vec<(Scenario, Outcome)> {
         // hand-off (as in tests/mutations.rs).
         (
             mutated(
-                load("specs/graceful-shutdown.toml"),
+                common::scenario("specs/graceful-shutdown.toml"),
                 Mutation::GracefulShutdownWithoutHandOff,
             ),
             Outcome::GracefulLeaveLoss,
@@ -174,7 +167,7 @@ fn cases() -> Vec<(Scenario, Outcome)> {
         // The new allocation algorithm rounding optimal down: shards move for ever.
         (
             mutated(
-                load("allocation-new.toml"),
+                common::scenario("allocation-new.toml"),
                 Mutation::NewAllocationRoundsDown,
             ),
             Outcome::RebalanceQuiescence,
@@ -229,7 +222,7 @@ fn the_conservation_coordinator_and_hosting_oracles_are_found_in_the_file() {
             Outcome::HostingAck,
         ),
     ] {
-        let mut sc = load("smoke.toml");
+        let mut sc = common::scenario("smoke.toml");
         sc.options.mutation = m;
         let sc = Arc::new(sc);
         // The first of the first 40 seeds whose live run breaks the mutation's invariant.
@@ -246,7 +239,7 @@ fn the_conservation_coordinator_and_hosting_oracles_are_found_in_the_file() {
 /// its lines alone, and a file with one line too few does not.
 #[test]
 fn the_message_balance_is_rechecked_from_the_pending_lines() {
-    let mut sc = load("smoke.toml");
+    let mut sc = common::scenario("smoke.toml");
     sc.workload.stop_ms = sc.run.duration_ms; // messages still on their way at the end
     sc.network.latency_ms = [50, 100];
     let (r, tracer) = run_seed(&Arc::new(sc), 0, TraceMode::Full);

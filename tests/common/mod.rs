@@ -23,6 +23,23 @@ pub fn toml_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The one scenario loader of the tests: a file under `sim-scenarios/` (`"hazards/x.toml"`), or
+/// a path from the repository root (`"sim-scenarios/x.toml"`, `"tests/data/x.toml"`). A bad
+/// file fails the test with its file, line and field.
+pub fn scenario(name: &str) -> shardsim_harness::scenario::Scenario {
+    let path = if name.starts_with("sim-scenarios/") || name.starts_with("tests/") {
+        root().join(name)
+    } else {
+        root().join("sim-scenarios").join(name)
+    };
+    shardsim_harness::scenario::Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`scenario`], shared as the runners take it.
+pub fn load(name: &str) -> std::sync::Arc<shardsim_harness::scenario::Scenario> {
+    std::sync::Arc::new(scenario(name))
+}
+
 /// A scenario kept for the tests under `tests/data/` (not fuzzed by the scenario walker).
 pub fn data_scenario(name: &str) -> shardsim_harness::scenario::Scenario {
     shardsim_harness::scenario::Scenario::load(&root().join("tests/data").join(name)).unwrap()
