@@ -217,70 +217,56 @@ fn read_id<'de, D: Deserializer<'de>>(d: D, prefix: &str, what: &str) -> Result<
     Ok(n)
 }
 
-/// [`EntityId`] as `"e5"`.
-pub(crate) mod entity {
-    use super::*;
-    pub fn serialize<S: Serializer>(e: &EntityId, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(e)
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<EntityId, D::Error> {
-        read_id(d, "e", "an entity id").map(EntityId)
-    }
-}
-
-/// [`SenderId`] as `"c2"`.
-pub(crate) mod sender {
-    use super::*;
-    pub fn serialize<S: Serializer>(c: &SenderId, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(c)
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SenderId, D::Error> {
-        read_id(d, "c", "a sender id").map(SenderId)
-    }
-}
-
-/// [`ShardId`] as `"3"`.
-pub(crate) mod shard {
-    use super::*;
-    pub fn serialize<S: Serializer>(x: &ShardId, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(x)
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ShardId, D::Error> {
-        read_id(d, "", "a shard id").map(ShardId)
-    }
-}
-
-/// An optional [`ShardId`] as `"3"`.
-pub(crate) mod opt_shard {
-    use super::*;
-    pub fn serialize<S: Serializer>(x: &Option<ShardId>, s: S) -> Result<S::Ok, S::Error> {
-        match x {
-            Some(x) => s.collect_str(x),
-            None => s.serialize_none(),
+/// The file form of an id type and of its `Option`: a string, `prefix` and the number (`e5`,
+/// `c2`, `"3"`), read back with the bound checked.
+macro_rules! id_form {
+    ($(#[$doc:meta])* $m:ident, $opt:ident, $ty:ident, $prefix:literal, $what:literal) => {
+        $(#[$doc])*
+        pub(crate) mod $m {
+            use super::*;
+            pub fn serialize<S: Serializer>(x: &$ty, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(x)
+            }
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
+                read_id(d, $prefix, $what).map($ty)
+            }
         }
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ShardId>, D::Error> {
-        #[derive(Deserialize)]
-        struct W(#[serde(with = "shard")] ShardId);
-        Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
-    }
+
+        $(#[$doc])*
+        /// Optional: absent or `null` for none.
+        pub(crate) mod $opt {
+            use super::*;
+            pub fn serialize<S: Serializer>(x: &Option<$ty>, s: S) -> Result<S::Ok, S::Error> {
+                match x {
+                    Some(x) => s.collect_str(x),
+                    None => s.serialize_none(),
+                }
+            }
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<$ty>, D::Error> {
+                struct W($ty);
+                impl<'de> Deserialize<'de> for W {
+                    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<W, D::Error> {
+                        super::$m::deserialize(d).map(W)
+                    }
+                }
+                Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
+            }
+        }
+    };
 }
 
-/// An optional [`EntityId`] as `"e5"`.
-pub(crate) mod opt_entity {
-    use super::*;
-    pub fn serialize<S: Serializer>(x: &Option<EntityId>, s: S) -> Result<S::Ok, S::Error> {
-        match x {
-            Some(x) => s.collect_str(x),
-            None => s.serialize_none(),
-        }
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EntityId>, D::Error> {
-        #[derive(Deserialize)]
-        struct W(#[serde(with = "entity")] EntityId);
-        Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
-    }
-}
+id_form!(
+    /// [`EntityId`] as `"e5"`.
+    entity, opt_entity, EntityId, "e", "an entity id"
+);
+id_form!(
+    /// [`SenderId`] as `"c2"`.
+    sender, opt_sender, SenderId, "c", "a sender id"
+);
+id_form!(
+    /// [`ShardId`] as `"3"`.
+    shard, opt_shard, ShardId, "", "a shard id"
+);
 
 /// A list of [`EntityId`]s as `["e1", "e5"]`.
 pub(crate) mod entities {
@@ -429,22 +415,6 @@ struct MsgLine {
     for_shard: Option<ShardId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     coordinator: Option<Addr>,
-}
-
-/// An optional [`SenderId`] as `"c2"`.
-mod opt_sender {
-    use super::*;
-    pub fn serialize<S: Serializer>(x: &Option<SenderId>, s: S) -> Result<S::Ok, S::Error> {
-        match x {
-            Some(x) => s.collect_str(x),
-            None => s.serialize_none(),
-        }
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SenderId>, D::Error> {
-        #[derive(Deserialize)]
-        struct W(#[serde(with = "sender")] SenderId);
-        Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
-    }
 }
 
 /// A protocol [`Msg`] as fields of its line ([`MsgLine`]).
