@@ -53,7 +53,7 @@ impl fmt::Display for FailureKind {
 /// One failing seed of a campaign.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 pub struct Failure {
-    /// The seed.
+    /// The failing schedule's seed; the scenario run with it reproduces the failure.
     pub seed: u64,
     /// `violation` or `determinism` (summaries written before this field existed read as
     /// `violation`).
@@ -1116,7 +1116,7 @@ pub struct CorpusEntry {
     /// Scenario file, relative to the repository root (or absolute when outside it), `/`
     /// separated.
     pub scenario: String,
-    /// The seed.
+    /// The failing seed; running `scenario` with it reproduces the failure.
     pub seed: u64,
     /// The invariant it breaks.
     pub invariant: Outcome,

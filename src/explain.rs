@@ -178,7 +178,7 @@ type LaneKey<'a> = (Option<u32>, &'a str, Option<u32>, Option<u32>);
 /// The story of one violation.
 #[derive(Clone, Debug)]
 pub struct Explanation {
-    /// The violation.
+    /// The violation the story explains, as the checker reported it.
     pub violation: Violation,
     /// The story, one line each (at most [`MAX_LINES`]).
     pub lines: Vec<String>,

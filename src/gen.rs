@@ -142,9 +142,9 @@ impl GenConfig {
 /// A generated schedule: the scenario and the seed to run it with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
-    /// The scenario.
+    /// The generated scenario: cluster shape, workload, settings and a fault plan.
     pub scenario: Scenario,
-    /// The seed.
+    /// The seed to run it with, drawn from `0..1_000_000`.
     pub seed: u64,
 }
 

@@ -52,7 +52,7 @@ pub const DEFAULT_BATCH: usize = 64;
 /// One input: a seed and the scenario it runs (perturbations explicit).
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// The seed.
+    /// The seed to run `sc` with: a fresh one, or its parent's unless a `seed` mutation drew anew.
     pub seed: u64,
     /// The scenario, the base one for a fresh seed.
     pub sc: Arc<Scenario>,
@@ -65,9 +65,9 @@ pub struct Input {
 pub struct Found {
     /// Schedules run up to and including this one.
     pub at: u64,
-    /// The seed.
+    /// The seed that failed, to run `scenario` with.
     pub seed: u64,
-    /// The failure.
+    /// The failure as a campaign reports it (invariant, simulated time, detail, known hazard).
     pub failure: Failure,
     /// The scenario with its perturbations explicit (swarm off).
     pub scenario: Scenario,

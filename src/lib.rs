@@ -7,7 +7,7 @@
 //!   coordinator, membership and downing, ddata, the `Node` that holds them).
 //! - [`shardsim_harness`]: scenario files, faults, the trace, the checker and the hosts that
 //!   run the model.
-//! - Here: [`campaign`]s over many seeds (and their [`slice`]s, [`sweep`]s and the [`scale`]
+//! - Here: [`campaign`]s over many seeds (and their [`slice`](mod@slice)s, [`sweep`]s and the [`scale`]
 //!   measurements), [`shrink`]ing a failing seed, [`guided`] exploration and its [`coverage`]
 //!   campaign, [`explain`]ing a failure, [`report`]s and [`perfetto`] exports, the proptest
 //!   scenario generators of [`gen`], and [`agree`] (the hosts against each other).

@@ -62,9 +62,9 @@ duration-ms = {sim_ms}
 /// What a cell's child process reports.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 pub struct CellResult {
-    /// Nodes.
+    /// The cell's cluster size (`cluster.nodes` of its scenario).
     pub nodes: u32,
-    /// Entities.
+    /// The cell's entity count (`entities.count` of its scenario).
     pub entities: u32,
     /// Simulated time per schedule, ms.
     pub sim_ms: u64,

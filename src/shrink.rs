@@ -75,7 +75,7 @@ impl Default for ShrinkOptions {
 /// The size of a plan, before and after shrinking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
-    /// Nodes.
+    /// Nodes in the plan's cluster (`cluster.nodes`).
     pub nodes: u32,
     /// Explicit fault entries (heals and restarts included).
     pub faults: usize,
@@ -151,7 +151,7 @@ pub struct Shrunk {
 pub enum ShrinkError {
     /// The seed breaks no invariant: nothing to shrink.
     NoFailure {
-        /// The seed.
+        /// The seed, which ran to its end without breaking an invariant.
         seed: u64,
         /// Simulated time at which the run ended, µs.
         end_us: u64,

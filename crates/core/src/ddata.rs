@@ -48,7 +48,7 @@ pub enum Key {
     /// `shard-<type>-<shardId>-<part>`: one fifth of the remembered entities of `shard`, an
     /// [`OrSet`] of entity ids (§6.4).
     ShardEntities {
-        /// The shard.
+        /// The shard whose remembered entities this key holds a part of.
         shard: ShardId,
         /// Which of the [`ENTITY_KEYS_PER_SHARD`] keys: [`entity_key_part`] of its entities.
         part: u8,
@@ -165,7 +165,7 @@ impl Data {
 /// coordinator state (§3.3): the value, the timestamp of its write and the node that wrote it.
 #[derive(Clone, Debug, Default, Eq, PartialEq)]
 pub struct LwwRegister {
-    /// The value.
+    /// The coordinator state held: shard homes, regions, proxies and unallocated shards.
     pub value: CoordinatorState,
     /// When it was written (simulated µs), by [`LwwRegister::with_value`]'s clock.
     pub timestamp: u64,

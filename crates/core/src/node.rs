@@ -147,7 +147,7 @@ pub enum NodeInput {
     },
     /// A timer set through [`Effect::SetTimer`] fired.
     Timer {
-        /// Which.
+        /// The timer that fired, as the [`Effect::SetTimer`] that started it named it.
         timer: NodeTimer,
         /// The generation it was set with.
         gen: u64,
@@ -175,9 +175,10 @@ pub enum NodeInput {
     /// An entity decided, after a message, to passivate or to stop itself (the
     /// application's choice, drawn by the host's workload).
     EntityActs {
-        /// The entity.
+        /// The entity that decided, in one of this node's region's Shards.
         entity: EntityId,
-        /// Its incarnation.
+        /// The entity incarnation that processed the message; acts of one no longer running are
+        /// ignored.
         incarnation: u64,
         /// What it does.
         act: EntityAct,
@@ -196,7 +197,7 @@ pub enum NodeInput {
     },
     /// The process stops at once (a crash): buffered messages are lost.
     Stop {
-        /// Why.
+        /// Why, for the trace and the node's `Shutdown` (the hosts pass `crash`).
         reason: String,
     },
     /// An operator on this node calls `Cluster.leave(target)`: the target becomes Leaving
@@ -241,7 +242,7 @@ pub enum Effect {
     /// Write a durable Distributed Data entry to this node's disk (it survives a restart of
     /// the node; the host hands it back through [`NodeHost::disk`]).
     Durable {
-        /// The key.
+        /// The durable key (a `shard-*` key) the entry is stored under, replacing what was there.
         key: Key,
         /// Its value.
         data: Data,
@@ -270,7 +271,7 @@ pub enum Effect {
     CoordinatorTerminated,
     /// Start (or replace) a timer.
     SetTimer {
-        /// Which.
+        /// The timer to start; it comes back as [`NodeInput::Timer`] when it fires.
         timer: NodeTimer,
         /// After how long.
         after: Duration,
@@ -282,13 +283,13 @@ pub enum Effect {
     Persist {
         /// The writing coordinator's generation on this node.
         gen: u32,
-        /// The event.
+        /// The event to append: a registration, a termination, a shard allocated or deallocated.
         event: CoordinatorEvent,
     },
     /// The node stopped (crash, or shut down after leaving, being downed or removed). Nothing
     /// follows; the host drops the node.
     Shutdown {
-        /// Why.
+        /// Why: `crash`, `left`, or the downing reason (`downed: operator`, `sbr: ...`).
         reason: String,
     },
 }
@@ -298,7 +299,7 @@ pub enum Effect {
 pub enum Fact {
     /// The `ddata` store completed a write on a majority (for the trace and the checker).
     StoreWritten {
-        /// The shard.
+        /// The shard whose remembered entities were written.
         shard: ShardId,
         /// Entities added.
         started: Vec<EntityId>,
@@ -307,7 +308,7 @@ pub enum Fact {
     },
     /// The `ddata` store answered `GetEntities`.
     StoreRead {
-        /// The shard.
+        /// The shard whose remembered entities were read.
         shard: ShardId,
         /// The remembered entities.
         entities: Vec<EntityId>,
@@ -348,17 +349,17 @@ pub enum Fact {
     RoleBreach(RoleBreach),
     /// The region stopped itself.
     RegionStopped {
-        /// Why.
+        /// Why, in words: `graceful shutdown complete` or `graceful shutdown timed out`.
         reason: &'static str,
     },
     /// The coordinator here stopped.
     CoordinatorStopped {
-        /// Why.
+        /// Why, in words, e.g. `no longer the oldest member` or `handed over to the new oldest`.
         reason: &'static str,
     },
     /// The coordinator could not recover; the back-off supervisor retries.
     RecoveryFailed {
-        /// Why.
+        /// Why: `journal unreachable`, or why replaying the journal's events failed.
         reason: String,
     },
 }

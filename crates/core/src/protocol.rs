@@ -39,7 +39,7 @@ pub enum Role {
 /// older incarnation of a node is a dead letter, as in Akka.
 #[derive(Clone, Copy, Debug, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
 pub struct Addr {
-    /// The node.
+    /// The node the actor runs on.
     pub node: NodeId,
     /// Its incarnation.
     pub inc: NodeInc,
@@ -112,7 +112,7 @@ pub enum Timer {
     /// A Shard's timer (the Shard is a child of the region, so its timers are the region's):
     /// `uid` names the Shard actor, so a timer of a stopped Shard never reaches its successor.
     Shard {
-        /// The shard.
+        /// The shard of the Shard actor that owns the timer.
         shard: ShardId,
         /// The Shard actor's uid in its region.
         uid: u32,
@@ -261,18 +261,18 @@ pub enum DropReason {
 pub enum Observation {
     /// An entity started in a shard of this region.
     EntityStarted {
-        /// The entity.
+        /// The entity that started, as a new incarnation.
         entity: EntityId,
-        /// Its shard.
+        /// The shard whose Shard started it.
         shard: ShardId,
         /// The run-unique incarnation number (from [`Outbox::new_incarnation`]).
         incarnation: u64,
     },
     /// An entity terminated.
     EntityStopped {
-        /// The entity.
+        /// The entity whose incarnation terminated.
         entity: EntityId,
-        /// Why.
+        /// What stopped it: a hand-off, passivation, a crash, its node going down, ...
         reason: StopReason,
         /// Which incarnation.
         incarnation: u64,
@@ -288,7 +288,7 @@ pub enum Observation {
     Dropped {
         /// The message.
         env: Envelope,
-        /// Why.
+        /// What lost it: a full buffer, a dead letter, the network, its node going down, ...
         reason: DropReason,
     },
     /// This region started hosting a shard.
@@ -297,28 +297,28 @@ pub enum Observation {
     ShardUnhosted(ShardId),
     /// The coordinator began a hand-off of `shard` from `from`.
     RebalanceStarted {
-        /// The shard.
+        /// The shard being handed off.
         shard: ShardId,
         /// Its current owner.
         from: RegionRef,
     },
     /// A hand-off ended (`RebalanceDone`).
     RebalanceDone {
-        /// The shard.
+        /// The shard whose hand-off ended.
         shard: ShardId,
         /// `false` after `handoff-timeout`.
         ok: bool,
     },
     /// The coordinator decided where a shard goes (before persisting the allocation).
     AllocationDecided {
-        /// The shard.
+        /// The shard being placed; its allocation is not yet persisted.
         shard: ShardId,
         /// The chosen region.
         region: RegionRef,
     },
     /// The coordinator allocated a shard.
     ShardAllocated {
-        /// The shard.
+        /// The shard whose allocation is persisted; `HostShard` goes to its owner next.
         shard: ShardId,
         /// The new owner.
         region: RegionRef,
@@ -333,9 +333,9 @@ pub enum Observation {
     /// A Shard threw: Akka's default supervision restarts it in place (every entity is
     /// stopped, buffers are lost, remembered entities are loaded again).
     ShardFailed {
-        /// The shard.
+        /// The shard whose Shard actor threw.
         shard: ShardId,
-        /// Why.
+        /// What it threw: an injected failure, a remember-store failure or an illegal state.
         cause: ShardFailure,
     },
     /// A ddata coordinator read its state (`onInitialState`, §3.3): what it starts from.
@@ -346,7 +346,7 @@ pub enum Observation {
     /// A ddata coordinator's update succeeded on enough replicas (`UpdateSuccess`); it
     /// applies `event` next.
     CoordinatorStateUpdated {
-        /// The event.
+        /// The coordinator event the update wrote.
         event: CoordinatorEvent,
     },
     /// A Shard stopped itself while loading its remembered entities (§6.1: the store stopped
@@ -444,7 +444,7 @@ pub enum Output {
     /// The actor stops itself (coordinator: persist failure; region: its node was removed).
     /// The host drops it; a supervisor may start a new one.
     Stop {
-        /// Why.
+        /// Why, in words, for the trace (e.g. `journal write timed out (onPersistFailure)`).
         reason: &'static str,
     },
 }
@@ -456,7 +456,7 @@ pub enum Output {
 pub enum Local {
     /// Region → Shard.
     ToShard {
-        /// The shard.
+        /// The shard whose Shard actor receives it.
         shard: ShardId,
         /// The Shard actor.
         uid: u32,
@@ -465,14 +465,14 @@ pub enum Local {
     },
     /// Shard → region: `ShardInitialized` (SH:606).
     ShardInitialized {
-        /// The shard.
+        /// The shard whose Shard finished initialising.
         shard: ShardId,
         /// The Shard actor.
         uid: u32,
     },
     /// Death watch: the Shard actor terminated (`Terminated(shard)` at the region).
     ShardTerminated {
-        /// The shard.
+        /// The shard whose Shard actor terminated.
         shard: ShardId,
         /// The Shard actor.
         uid: u32,
@@ -495,7 +495,7 @@ pub enum Local {
         shard: ShardId,
         /// The Shard actor.
         uid: u32,
-        /// The entity.
+        /// The entity to stop.
         entity: EntityId,
         /// The entity actor.
         inc: u64,
@@ -508,7 +508,7 @@ pub enum Local {
         shard: ShardId,
         /// The Shard actor.
         uid: u32,
-        /// The entity.
+        /// The entity that asks to passivate.
         entity: EntityId,
         /// The entity actor.
         inc: u64,
@@ -520,7 +520,7 @@ pub enum Local {
     StartRemembered {
         /// The Shard that remembered it.
         shard: ShardId,
-        /// The entity.
+        /// The remembered entity to start.
         entity: EntityId,
     },
     /// Death watch: the entity actor terminated (`EntityTerminated`, SH:918-981).
@@ -529,7 +529,7 @@ pub enum Local {
         shard: ShardId,
         /// The Shard actor.
         uid: u32,
-        /// The entity.
+        /// The entity whose actor terminated.
         entity: EntityId,
         /// The entity actor.
         inc: u64,
@@ -566,7 +566,7 @@ pub enum ShardMsg {
     /// `StartEntity(entity)` from a remember-entities starter on region `starter`, for the
     /// entities remembered by shard `for_shard`: answered with `StartEntityAck`.
     StartEntity {
-        /// The entity.
+        /// The remembered entity to start in this Shard.
         entity: EntityId,
         /// The starter's region.
         starter: RegionRef,
@@ -576,7 +576,7 @@ pub enum ShardMsg {
     /// `EntitiesMovedToOtherShard`: the starter saw this remembered entity acked by another
     /// shard (the extractor changed): forget it here (akka#22289).
     EntityMoved {
-        /// The entity.
+        /// The remembered entity to forget here, now acknowledged by another shard.
         entity: EntityId,
         /// The last of one `EntitiesMovedToOtherShard(ids)`: the Shard writes them all then,
         /// in one `Update` (the starter sends the ids one local message each, back to back).
@@ -589,7 +589,7 @@ pub enum ShardMsg {
 /// A Shard's request to its remember-entities store (§2.6).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreRequest {
-    /// The shard.
+    /// The shard whose remembered entities are read or written.
     pub shard: ShardId,
     /// The Shard actor.
     pub uid: u32,
@@ -616,7 +616,7 @@ pub enum StoreOp {
 /// A remember-entities store's answer to a Shard.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreReply {
-    /// The shard.
+    /// The shard whose Shard asked.
     pub shard: ShardId,
     /// The Shard actor.
     pub uid: u32,

@@ -3,16 +3,16 @@
 //! ([`recheck_file`]) reaches the same verdict as the live run. Its configuration (which rules
 //! are on) is itself an event, [`TraceEvent::CheckConfig`], recorded first.
 //!
-//! - [`safety`]: at-most-one, per-sender-order, no-duplicate;
-//! - [`oracles`]: journal-single-writer, allocation-to-downed;
-//! - [`liveness`]: liveness, judged at [`TraceEvent::RunEnd`];
-//! - [`graceful`]: graceful-leave-loss, for drops on a graceful leave;
-//! - [`coordinators`]: one-coordinator, when a coordinator starts;
-//! - [`hosting`]: hosting-ack, when an acknowledged shard's Shard stops;
-//! - [`conservation`]: message-lost, at [`TraceEvent::RunEnd`]: every message sent was
+//! - `safety`: at-most-one, per-sender-order, no-duplicate;
+//! - `oracles`: journal-single-writer, allocation-to-downed;
+//! - `liveness`: liveness, judged at [`TraceEvent::RunEnd`];
+//! - `graceful`: graceful-leave-loss, for drops on a graceful leave;
+//! - `coordinators`: one-coordinator, when a coordinator starts;
+//! - `hosting`: hosting-ack, when an acknowledged shard's Shard stops;
+//! - `conservation`: message-lost, at [`TraceEvent::RunEnd`]: every message sent was
 //!   delivered, dropped with a named reason, or is still on its way ([`TraceEvent::Pending`]),
 //!   each once; with a liveness phase, none sent before the window closed is still pending.
-//! - [`quiescence`]: rebalance-quiescence, at every rebalance round;
+//! - `quiescence`: rebalance-quiescence, at every rebalance round;
 
 mod conservation;
 mod coordinators;

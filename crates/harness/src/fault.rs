@@ -58,7 +58,7 @@ pub enum FaultKind {
 pub struct FaultSpec {
     /// When, ms.
     pub at_ms: u64,
-    /// What.
+    /// What it does (`partition`, `crash`, `leave`, ...): it decides which fields are needed.
     pub kind: FaultKind,
     /// The node (isolate, crash, restart, pause, down, leave).
     #[serde(default)]
@@ -187,7 +187,7 @@ pub enum Fault {
 pub struct TimedFault {
     /// When, ms.
     pub at_ms: u64,
-    /// What.
+    /// The typed fault to inject, as [`TimedFault::try_from`] reads it from a [`FaultSpec`].
     pub fault: Fault,
 }
 

@@ -349,7 +349,7 @@ pub struct ExpectSpec {
     /// `rate = [low, high]`: the share of a campaign's schedules expected to break `outcome`
     /// `fuzz` fails when the measured rate is far outside the band: when
     /// the band and the 99.9 % Wilson score interval of the measured rate do not meet
-    /// ([`crate::campaign::rate_check`]).
+    /// (`shardsim::campaign::rate_check`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Vec<f64>>,
     /// `[[expect.known]]`: known Akka hazards this scenario may show besides `outcome`, at a
@@ -405,7 +405,7 @@ impl ExpectSpec {
 /// A scenario file that could not be loaded.
 #[derive(Debug)]
 pub struct ScenarioError {
-    /// The file.
+    /// The scenario's path as given to the loader (or the label of built text), printed first.
     pub file: PathBuf,
     /// 1-based line, when known.
     pub line: Option<usize>,

@@ -92,7 +92,7 @@ impl Stats {
 /// The result of one schedule.
 #[derive(Clone, Debug)]
 pub struct RunResult {
-    /// The seed.
+    /// The schedule's seed: every random draw of the run forks from it, so it replays the run.
     pub seed: u64,
     /// The first violation, if any.
     pub violation: Option<Violation>,
@@ -432,7 +432,7 @@ impl World {
     }
 
     /// Also record when each protocol message was sent, for `run --perfetto` (the trace and
-    /// its hash do not change; see [`crate::perfetto`]).
+    /// its hash do not change; see `shardsim::perfetto`).
     pub fn record_flows(mut self) -> Self {
         self.c.tracer.record_flows();
         self

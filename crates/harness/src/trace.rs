@@ -31,51 +31,51 @@ pub enum TraceEvent {
     },
     /// A node incarnation joined and is up.
     NodeUp {
-        /// The node.
+        /// The node that joined and came up.
         node: NodeId,
-        /// Its incarnation.
+        /// Its new incarnation, a number unique in the run (a restart gets a higher one).
         incarnation: u32,
     },
     /// A node incarnation stopped; every entity on it is dead.
     NodeDown {
-        /// The node.
+        /// The node that stopped.
         node: NodeId,
-        /// Its incarnation.
+        /// The incarnation that stopped; a restart of the node comes back as a new one.
         incarnation: u32,
-        /// Why.
+        /// Why: `crash`, `left`, or the downing reason (`downed: operator`, `sbr: ...`).
         reason: String,
     },
     /// An entity incarnation started.
     EntityStarted {
-        /// The entity.
+        /// The entity that started, written `e<N>`.
         #[serde(with = "schema::entity")]
         entity: EntityId,
-        /// Its shard.
+        /// The shard whose Shard started it.
         #[serde(with = "schema::shard")]
         shard: ShardId,
-        /// Where.
+        /// The node whose region hosts the Shard that started it.
         node: NodeId,
         /// Run-unique incarnation.
         incarnation: u64,
     },
     /// An entity incarnation stopped.
     EntityStopped {
-        /// The entity.
+        /// The entity that stopped, written `e<N>`.
         #[serde(with = "schema::entity")]
         entity: EntityId,
-        /// Where.
+        /// The node whose region hosted it.
         node: NodeId,
-        /// The incarnation.
+        /// The run-unique incarnation that stopped, as its `EntityStarted` gave it.
         incarnation: u64,
-        /// Why.
+        /// What stopped it: a hand-off, passivation, a crash, its node going down, ...
         reason: StopReason,
     },
     /// A sender handed a message to its local region.
     Send {
-        /// Sender.
+        /// The workload client that sent it, written `c<N>`.
         #[serde(with = "schema::sender")]
         sender: SenderId,
-        /// Entity.
+        /// The addressed entity, written `e<N>`.
         #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
@@ -89,32 +89,33 @@ pub enum TraceEvent {
     },
     /// A message reached its entity.
     Deliver {
-        /// Sender.
+        /// The workload client that sent it, written `c<N>`.
         #[serde(with = "schema::sender")]
         sender: SenderId,
-        /// Entity.
+        /// The entity that processed it, written `e<N>`.
         #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
         seq: u64,
-        /// Where.
+        /// The node whose region hosts the receiving entity.
         node: NodeId,
         /// The receiving incarnation.
         incarnation: u64,
     },
     /// A user message was dropped.
     Drop {
-        /// Sender.
+        /// The workload client that sent it, written `c<N>`.
         #[serde(with = "schema::sender")]
         sender: SenderId,
-        /// Entity.
+        /// The addressed entity, written `e<N>`.
         #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
         seq: u64,
-        /// Why.
+        /// What lost it: a full buffer, a dead letter, the network, its node going down, ...
         reason: DropReason,
-        /// Where.
+        /// Where it was lost: the sending node on the network, the addressed node for a dead
+        /// letter, else the node holding it.
         node: NodeId,
     },
     /// A protocol message was delivered to its actor.
@@ -142,9 +143,9 @@ pub enum TraceEvent {
     },
     /// A timer fired.
     Timer {
-        /// Where.
+        /// The node whose region or coordinator set the timer.
         node: NodeId,
-        /// Which.
+        /// The region, coordinator or Shard timer that fired (membership timers are not traced).
         #[serde(flatten, with = "schema::timer_fields")]
         timer: Timer,
     },
@@ -156,7 +157,7 @@ pub enum TraceEvent {
         incarnation: u32,
         /// The writing coordinator's generation on its node.
         generation: u32,
-        /// The event.
+        /// The event written: a registration, a termination, a shard allocated or deallocated.
         event: CoordinatorEvent,
     },
     /// The journal's acknowledgement reached the coordinator that wrote (it applies the event).
@@ -170,7 +171,7 @@ pub enum TraceEvent {
     },
     /// A coordinator started on a node after replaying the journal.
     CoordinatorStarted {
-        /// Where.
+        /// The node the coordinator singleton started on.
         node: NodeId,
         /// The node's incarnation.
         incarnation: u32,
@@ -181,23 +182,23 @@ pub enum TraceEvent {
     },
     /// A region started hosting a shard.
     ShardHosted {
-        /// Shard.
+        /// The shard now hosted.
         #[serde(with = "schema::shard")]
         shard: ShardId,
-        /// Where.
+        /// The node whose region hosts it.
         node: NodeId,
     },
     /// A region stopped hosting a shard.
     ShardUnhosted {
-        /// Shard.
+        /// The shard no longer hosted.
         #[serde(with = "schema::shard")]
         shard: ShardId,
-        /// Where.
+        /// The node whose region hosted it.
         node: NodeId,
     },
     /// The coordinator allocated a shard.
     ShardAllocated {
-        /// Shard.
+        /// The shard whose allocation the coordinator persisted.
         #[serde(with = "schema::shard")]
         shard: ShardId,
         /// To this node's region.
@@ -205,7 +206,7 @@ pub enum TraceEvent {
     },
     /// A hand-off began.
     RebalanceStarted {
-        /// Shard.
+        /// The shard being handed off.
         #[serde(with = "schema::shard")]
         shard: ShardId,
         /// From this node's region.
@@ -215,7 +216,7 @@ pub enum TraceEvent {
     },
     /// A hand-off ended.
     RebalanceDone {
-        /// Shard.
+        /// The shard whose hand-off ended.
         #[serde(with = "schema::shard")]
         shard: ShardId,
         /// False on handoff-timeout.
@@ -227,7 +228,7 @@ pub enum TraceEvent {
     AllocationDecided {
         /// The coordinator's node.
         node: NodeId,
-        /// Shard.
+        /// The shard being placed; its allocation is not yet persisted.
         #[serde(with = "schema::shard")]
         shard: ShardId,
         /// The chosen region.
@@ -236,7 +237,7 @@ pub enum TraceEvent {
     },
     /// A node's member view changed (also empty when the node goes up or down).
     MemberView {
-        /// The node.
+        /// The node whose view changed (the observer).
         node: NodeId,
         /// Its view, oldest first.
         #[serde(with = "schema::members")]
@@ -252,14 +253,14 @@ pub enum TraceEvent {
     },
     /// A region stopped itself (its node stays up).
     RegionStopped {
-        /// Where.
+        /// The node whose region stopped.
         node: NodeId,
-        /// Why.
+        /// Why: `graceful shutdown complete` or `graceful shutdown timed out`.
         reason: String,
     },
     /// A region restarted after an exception.
     RegionRestarted {
-        /// Where.
+        /// The node whose region restarted.
         node: NodeId,
     },
     /// A fault was injected (or healed).
@@ -278,16 +279,16 @@ pub enum TraceEvent {
     },
     /// The coordinator on a node stopped.
     CoordinatorStopped {
-        /// Where.
+        /// The node the coordinator ran on.
         node: NodeId,
-        /// Why.
+        /// Why, in words, e.g. `no longer the oldest member` or `handed over to the new oldest`.
         reason: String,
     },
     /// A coordinator could not recover from the journal.
     RecoveryFailed {
-        /// Where.
+        /// The node whose coordinator failed to recover.
         node: NodeId,
-        /// Why.
+        /// Why: `journal unreachable`, or why replaying the journal's events failed.
         reason: String,
     },
     /// The fault profile a swarm seed drew.
@@ -311,7 +312,7 @@ pub enum TraceEvent {
     },
     /// An invariant broke.
     Violation {
-        /// Which.
+        /// The broken invariant's kebab-case name (`at-most-one`, `per-sender-order`, ...).
         invariant: String,
         /// What happened, for a person.
         detail: String,
@@ -321,7 +322,7 @@ pub enum TraceEvent {
     /// A role's check of its own state failed after it handled an input (the last variant:
     /// the trace hash covers variant numbers).
     RoleBreach {
-        /// Where.
+        /// The node whose region or coordinator failed its check.
         node: NodeId,
         /// `region` or `coordinator`.
         role: String,
@@ -332,12 +333,13 @@ pub enum TraceEvent {
     },
     /// A Shard threw and restarts in place.
     ShardFailed {
-        /// Where.
+        /// The node whose region hosts the Shard.
         node: NodeId,
-        /// The shard.
+        /// The shard whose Shard threw.
         #[serde(with = "schema::shard")]
         shard: ShardId,
-        /// Why.
+        /// What it threw: `injected`, `remember store timeout`, `remember store stopped`, or the
+        /// illegal-state text.
         cause: String,
         /// An `IllegalStateException` (or invalid actor name) of the modelled Akka version:
         /// the `shard-illegal-state` oracle.
@@ -348,7 +350,7 @@ pub enum TraceEvent {
     StoreWrite {
         /// The writing Shard's node.
         node: NodeId,
-        /// The shard.
+        /// The shard whose remembered entities changed.
         #[serde(with = "schema::shard")]
         shard: ShardId,
         /// Entities added.
@@ -368,7 +370,7 @@ pub enum TraceEvent {
     StoreRead {
         /// The reading Shard's node.
         node: NodeId,
-        /// The shard.
+        /// The shard whose remembered entities were read.
         #[serde(with = "schema::shard")]
         shard: ShardId,
         /// The remembered entities it returned.
@@ -388,7 +390,7 @@ pub enum TraceEvent {
     CoordinatorStateUpdated {
         /// The coordinator's node.
         node: NodeId,
-        /// The event.
+        /// The coordinator event the update wrote.
         event: CoordinatorEvent,
     },
     /// `liveness.check-graceful-shutdown` is on: the graceful-shutdown-timeout rule runs
@@ -399,7 +401,7 @@ pub enum TraceEvent {
     GracefulLeave {
         /// The leaving node.
         node: NodeId,
-        /// Its incarnation.
+        /// The incarnation that leaves, whose drops the rule watches.
         incarnation: u32,
         /// How long the cluster needs to settle after a fault (failure detection,
         /// stable-after, removal margin, 1 s): a leave this soon after one is not graceful.
@@ -410,10 +412,10 @@ pub enum TraceEvent {
     /// message-conservation balance (sent = delivered + dropped + pending) is re-checked from
     /// the file, and a run with a liveness phase fails on one sent before its window closed.
     Pending {
-        /// Sender.
+        /// The workload client that sent it, written `c<N>`.
         #[serde(with = "schema::sender")]
         sender: SenderId,
-        /// Entity.
+        /// The addressed entity, written `e<N>`.
         #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Sequence number.
@@ -429,9 +431,9 @@ pub enum TraceEvent {
     /// shard's home and starts it again after shard-failure-backoff (SR:1050-1093). The
     /// hosting-ack rule lets this Shard's stop pass.
     ShardLoadFailed {
-        /// Where.
+        /// The node whose region hosts the Shard.
         node: NodeId,
-        /// The shard.
+        /// The shard whose Shard stopped.
         #[serde(with = "schema::shard")]
         shard: ShardId,
     },
@@ -452,10 +454,10 @@ pub enum TraceEvent {
 pub enum Subject {
     /// A user message.
     Message {
-        /// Its sender.
+        /// The workload client that sent it.
         #[serde(with = "schema::sender")]
         sender: SenderId,
-        /// Its entity.
+        /// The entity it is addressed to.
         #[serde(with = "schema::entity")]
         entity: EntityId,
         /// Its sequence number.
@@ -463,36 +465,36 @@ pub enum Subject {
     },
     /// An entity.
     Entity {
-        /// Which.
+        /// The entity the detail names, e.g. one alive twice or a remembered one running nowhere.
         #[serde(with = "schema::entity")]
         entity: EntityId,
     },
     /// A shard.
     Shard {
-        /// Which.
+        /// The shard the detail names, e.g. one hosted twice or one still without a home.
         #[serde(with = "schema::shard")]
         shard: ShardId,
     },
     /// A node whose region or coordinator broke the rule.
     Node {
-        /// Which.
+        /// The node the detail names, e.g. one hosting an entity twice or breaking a rule.
         node: NodeId,
     },
     /// The other coordinator a coordinator rule compares with (the one running).
     Coordinator {
-        /// Its node.
+        /// The node where that other coordinator runs.
         node: NodeId,
     },
     /// The region on this node is not registered with a coordinator.
     Unregistered {
-        /// Its node.
+        /// The node whose region is not registered.
         node: NodeId,
     },
     /// No coordinator is running.
     NoCoordinator,
     /// The hand-off of this shard has not ended.
     HandOff {
-        /// The shard.
+        /// The shard whose hand-off has not ended.
         #[serde(with = "schema::shard")]
         shard: ShardId,
     },

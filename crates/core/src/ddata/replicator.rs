@@ -184,7 +184,7 @@ pub enum ReplMsg {
     Read {
         /// The sender's request id, echoed in the reply.
         req: u64,
-        /// The key.
+        /// The key whose value the sender asks for.
         key: Key,
     },
     /// Reply to `Read`: the value, `None` if the receiver has none (`ReadResult`).
@@ -198,7 +198,7 @@ pub enum ReplMsg {
     Write {
         /// The sender's request id, echoed in the ack.
         req: u64,
-        /// The key.
+        /// The key the receiver merges `data` into.
         key: Key,
         /// The writer's value after its update.
         data: Data,
@@ -257,7 +257,7 @@ pub enum ReplInput {
     Get {
         /// The caller's id, echoed in the response.
         req: u64,
-        /// The key.
+        /// The key to read, e.g. one part of a shard's remembered entities.
         key: Key,
         /// How many replicas to read.
         consistency: ReadConsistency,
@@ -268,7 +268,7 @@ pub enum ReplInput {
     Update {
         /// The caller's id, echoed in the response.
         req: u64,
-        /// The key.
+        /// The key `op` modifies; its data kind must fit the op (else `ModifyFailure`).
         key: Key,
         /// How many replicas must have the result.
         consistency: WriteConsistency,
@@ -311,7 +311,7 @@ pub enum ReplOutput {
     },
     /// Set (or replace) a timer.
     SetTimer {
-        /// The timer.
+        /// The replicator timer to start: a request's timeout, its send to secondaries, or gossip.
         timer: ReplTimer,
         /// Delay from now.
         after: Duration,
@@ -322,7 +322,7 @@ pub enum ReplOutput {
     GetResponse {
         /// The caller's id.
         req: u64,
-        /// The key.
+        /// The key the `Get` read.
         key: Key,
         /// The answer.
         result: GetResult,
@@ -331,7 +331,7 @@ pub enum ReplOutput {
     UpdateResponse {
         /// The caller's id.
         req: u64,
-        /// The key.
+        /// The key the `Update` modified.
         key: Key,
         /// The answer.
         result: UpdateResult,
@@ -340,7 +340,7 @@ pub enum ReplOutput {
     /// follow, which may depend on it). The map of these is what a restarted incarnation gets
     /// in [`Replicator::new`].
     Durable {
-        /// The key.
+        /// The durable key: a `shard-*` key (remembered entities or the coordinator's shard set).
         key: Key,
         /// Its whole new value.
         data: Data,

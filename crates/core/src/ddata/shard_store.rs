@@ -75,7 +75,7 @@ pub enum StoreOutput {
     Reply(StoreReply),
     /// A write completed on a majority: `started` are now remembered, `stopped` no longer.
     Written {
-        /// The shard.
+        /// The shard whose remembered entities were written.
         shard: ShardId,
         /// Added.
         started: Vec<EntityId>,
@@ -84,9 +84,9 @@ pub enum StoreOutput {
     },
     /// `RememberedEntities` went to the Shard.
     Read {
-        /// The shard.
+        /// The shard whose Shard was sent its remembered entities.
         shard: ShardId,
-        /// The entities.
+        /// The remembered entities sent, gathered from every one of the shard's keys.
         entities: Vec<EntityId>,
     },
 }

@@ -30,7 +30,7 @@ pub struct Member {
     pub inc: NodeInc,
     /// Akka's `upNumber`: lower is older.
     pub up_number: u32,
-    /// Its status.
+    /// Its status in this node's view (Joining, Up, Leaving, Exiting, Down, Removed).
     pub status: MemberStatus,
     /// Whether it hosts entities (has the sharding role); proxy-only nodes do not, and are never
     /// chosen as coordinator.

@@ -89,7 +89,7 @@ fn ms(v: u64) -> Duration {
     Clone, Copy, Debug, Default, Deserialize, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize,
 )]
 pub struct NodeAddr {
-    /// The node.
+    /// The node's id, the same across its restarts (`inc` tells them apart).
     pub node: NodeId,
     /// Its incarnation.
     pub inc: NodeInc,
@@ -155,7 +155,7 @@ pub enum DowningProvider {
     },
     /// Akka's split-brain resolver.
     SplitBrainResolver {
-        /// The strategy.
+        /// Which side of a partition survives (`active-strategy`).
         #[serde(flatten)]
         strategy: SbrStrategy,
         /// How long reachability must be unchanged before deciding (`stable-after`, 20 s).
@@ -405,7 +405,7 @@ pub enum MOutput {
     },
     /// Set (or replace) a timer.
     SetTimer {
-        /// The timer.
+        /// The membership timer to start (gossip, heartbeat, join retry or gossip speed-up).
         timer: MTimer,
         /// Delay from now.
         after: Duration,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 /// One region as the strategy sees it (Akka's `RegionEntry`, MIX:30-55).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionEntry {
-    /// The region.
+    /// The region (node and incarnation) shards may be allocated to or rebalanced from.
     pub region: RegionRef,
     /// The member's age: lower is older (Akka's `upNumber`).
     pub up_number: u32,

@@ -22,46 +22,46 @@ pub enum Msg {
     User(Envelope),
     /// region → coordinator: register a hosting region.
     Register {
-        /// The region.
+        /// The region asking to register, by node and incarnation.
         region: RegionRef,
     },
     /// proxy → coordinator: register a proxy-only region.
     RegisterProxy {
-        /// The proxy.
+        /// The proxy-only region asking to register, by node and incarnation.
         proxy: RegionRef,
     },
     /// coordinator → region: registration accepted.
     RegisterAck,
     /// region → coordinator: where is this shard?
     GetShardHome {
-        /// The shard.
+        /// The shard whose home the asking region does not know.
         shard: ShardId,
     },
     /// coordinator → requester: the shard's home.
     ShardHome {
-        /// The shard.
+        /// The shard whose home this answers.
         shard: ShardId,
         /// Its home.
         region: RegionRef,
     },
     /// coordinator → owner: start hosting this shard.
     HostShard {
-        /// The shard.
+        /// The shard the owner is to start hosting.
         shard: ShardId,
     },
     /// owner → coordinator: reply to HostShard.
     ShardStarted {
-        /// The shard.
+        /// The shard the owner has started hosting.
         shard: ShardId,
     },
     /// coordinator (RebalanceWorker) → every region: a hand-off begins; buffer from now on.
     BeginHandOff {
-        /// The shard.
+        /// The shard being handed off, whose messages the region buffers from now on.
         shard: ShardId,
     },
     /// region → coordinator (RebalanceWorker).
     BeginHandOffAck {
-        /// The shard.
+        /// The shard whose `BeginHandOff` the region acknowledges.
         shard: ShardId,
         /// The acknowledging region (Akka: the sender).
         region: RegionRef,
@@ -70,7 +70,7 @@ pub enum Msg {
     /// through the region it last forwarded the shard's messages to, so that the ack reaches the
     /// coordinator only after those messages reached the owner (closes docs/akka-reference.md §11.3).
     BeginHandOffAckRelay {
-        /// The shard.
+        /// The shard whose `BeginHandOff` the region acknowledges.
         shard: ShardId,
         /// The acknowledging region.
         region: RegionRef,
@@ -79,12 +79,12 @@ pub enum Msg {
     },
     /// coordinator → owner: stop the shard's entities.
     HandOff {
-        /// The shard.
+        /// The shard whose entities the owner is to stop.
         shard: ShardId,
     },
     /// owner → coordinator: the shard's entities have stopped.
     ShardStopped {
-        /// The shard.
+        /// The shard whose entities have stopped on the owner.
         shard: ShardId,
     },
     /// Death watch: the coordinator actor on the sending node stopped (Akka's
@@ -93,7 +93,7 @@ pub enum Msg {
     /// `ShardRegion.StartEntity(id)` from a remember-entities starter, routed by the region
     /// like a user message (§2.6, akka#22289).
     StartEntity {
-        /// The entity.
+        /// The remembered entity the starter asks to have started.
         entity: EntityId,
         /// The starter's region.
         starter: RegionRef,
@@ -111,18 +111,18 @@ pub enum Msg {
     /// region → coordinator candidates: hand off all my shards, I am shutting down
     /// gracefully (§4.4, §5.5; retried on every Retry tick, the fix of §12 B15).
     GracefulShutdownReq {
-        /// The region.
+        /// The region shutting down, whose shards are to be handed off.
         region: RegionRef,
     },
     /// region → coordinator, from the region's `postStop`: it stopped; the coordinator
     /// handles it as the region's termination at once (akka#30402, SR:697-703).
     RegionStopped {
-        /// The region.
+        /// The region that stopped, by node and incarnation.
         region: RegionRef,
     },
     /// `StartEntityAck(id, shardId)`: the entity runs in `shard`.
     StartEntityAck {
-        /// The entity.
+        /// The entity that now runs, as a `StartEntity` asked.
         entity: EntityId,
         /// The shard that started it.
         shard: ShardId,
@@ -187,34 +187,34 @@ impl Msg {
 pub enum CoordinatorEvent {
     /// A region registered.
     ShardRegionRegistered {
-        /// The region.
+        /// The registered region, by node and incarnation.
         region: RegionRef,
     },
     /// A proxy registered.
     ShardRegionProxyRegistered {
-        /// The proxy.
+        /// The registered proxy-only region, by node and incarnation.
         proxy: RegionRef,
     },
     /// A region terminated: it and its shards are forgotten.
     ShardRegionTerminated {
-        /// The region.
+        /// The terminated region, by node and incarnation.
         region: RegionRef,
     },
     /// A proxy terminated.
     ShardRegionProxyTerminated {
-        /// The proxy.
+        /// The terminated proxy-only region.
         proxy: RegionRef,
     },
     /// A shard was allocated to a region.
     ShardHomeAllocated {
-        /// The shard.
+        /// The shard given a home.
         shard: ShardId,
-        /// The region.
+        /// The region that is the shard's home (its owner) from now on.
         region: RegionRef,
     },
     /// A shard was deallocated after a hand-off.
     ShardHomeDeallocated {
-        /// The shard.
+        /// The shard that has no home after its hand-off.
         shard: ShardId,
     },
 }

@@ -39,7 +39,7 @@ pub struct Flow {
     pub after: usize,
 }
 
-/// The send times of a run's protocol messages (see [`crate::perfetto`]).
+/// The send times of a run's protocol messages (see `shardsim::perfetto`).
 #[derive(Clone, Debug, Default)]
 pub struct FlowLog {
     pending: BTreeMap<(u32, u32), VecDeque<Pending>>,
