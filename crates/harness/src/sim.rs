@@ -406,19 +406,14 @@ impl World {
             let last = self.now;
             self.now = self.c.end;
             // Every message still on its way, for the conservation balance (check-trace
-            // re-checks it from these lines).
-            let pending = self.pending_user_messages();
-            let in_flight = pending.len() as u64;
-            for (env, node, place) in pending {
-                self.emit(TraceEvent::Pending {
-                    sender: env.sender,
-                    entity: env.entity,
-                    seq: env.seq,
-                    node,
-                    place,
-                });
-            }
-            self.emit(TraceEvent::RunEnd { in_flight });
+            // re-checks it from these lines), then the run's end.
+            let pending = self.user_messages_in_transit();
+            let coverage = &mut self.coverage;
+            self.c.end_of_run(self.c.end, pending, |ev| {
+                if let Some(c) = coverage.as_deref_mut() {
+                    c.event(ev);
+                }
+            });
             if !self.c.sc.liveness.enabled {
                 self.now = last;
             }
@@ -461,10 +456,9 @@ impl World {
         self.node(node)?.region().map(|r| r.shard_of(e))
     }
 
-    /// User messages still on their way, with where they are: queued (network, local),
-    /// deferred by a pause, or buffered in a running node's region or Shards; ordered by
-    /// (sender, entity, seq) so the trace does not depend on the queue's layout.
-    fn pending_user_messages(&self) -> Vec<(Envelope, NodeId, Place)> {
+    /// User messages the world still carries, with where they are: queued (network, local) or
+    /// deferred by a pause (the nodes' buffers are [`Cluster::end_of_run`]'s).
+    fn user_messages_in_transit(&self) -> Vec<(Envelope, NodeId, Place)> {
         let carried = |ev: &Ev| match ev {
             Ev::Deliver {
                 to,
@@ -483,8 +477,6 @@ impl World {
                     .map(|(env, _, _)| (env, NodeId(i as u32), Place::Deferred)),
             );
         }
-        self.c.buffered_user_messages(&mut out);
-        out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
         out
     }
 

@@ -699,11 +699,9 @@ impl Shared {
         }
     }
 
-    /// User messages still on their way, each with where it is (as the own world's
-    /// `pending_user_messages`, for the conservation balance): on a channel, queued locally,
-    /// or buffered in a running node's region or Shards. Sorted, so the trace does not depend
-    /// on the host's containers.
-    fn pending_user_messages(&self) -> Vec<(Envelope, NodeId, Place)> {
+    /// User messages the host still carries, each with where it is: on a channel or queued
+    /// locally (the nodes' buffers are `Cluster::end_of_run`'s).
+    fn user_messages_in_transit(&self) -> Vec<(Envelope, NodeId, Place)> {
         let mut out: Vec<(Envelope, NodeId, Place)> = self
             .ledger
             .values()
@@ -718,8 +716,6 @@ impl Shared {
                     .map(|env| (env, node, Place::Local)),
             );
         }
-        self.c.buffered_user_messages(&mut out);
-        out.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
         out
     }
 }
@@ -1371,27 +1367,8 @@ pub async fn supervise(sc: Arc<Scenario>, seed: u64, mode: TraceMode) -> (RunRes
         // Every message still on its way, for the conservation balance, then the
         // end-of-run verdicts: the checker's, at the end time.
         let end = w.c.end;
-        let pending = w.pending_user_messages();
-        let in_flight = pending.len() as u64;
-        for (env, node, place) in pending {
-            let ev = TraceEvent::Pending {
-                sender: env.sender,
-                entity: env.entity,
-                seq: env.seq,
-                node,
-                place,
-            };
-            if let Some(v) = w.c.checker.on_event(end, &ev) {
-                w.c.violation.get_or_insert(v);
-            }
-            w.c.tracer.record(end, ev);
-        }
-        if w.c.violation.is_none() {
-            if let Some(v) = w.c.checker.on_event(end, &TraceEvent::RunEnd { in_flight }) {
-                w.c.violation = Some(v);
-            }
-        }
-        w.c.tracer.record(end, TraceEvent::RunEnd { in_flight });
+        let pending = w.user_messages_in_transit();
+        w.c.end_of_run(end, pending, |_| {});
     }
     w.frozen = true;
     let end = w.now().min(w.c.end);

@@ -242,12 +242,39 @@ impl Cluster {
         Some((node, env, shard))
     }
 
+    /// The run's end, the same on every host: every user message still on its way (`pending`:
+    /// those the host's transport carries, then those buffered in the running nodes' regions
+    /// and Shards), sorted so the trace does not depend on the host's containers, one `pending`
+    /// event each, then `RunEnd` with their count; each through the checker and the tracer at
+    /// `end`, and shown to `seen` first (the own world's coverage).
+    pub(crate) fn end_of_run(
+        &mut self,
+        end: Instant,
+        mut pending: Vec<(Envelope, NodeId, crate::trace::Place)>,
+        mut seen: impl FnMut(&TraceEvent),
+    ) {
+        self.buffered_user_messages(&mut pending);
+        pending.sort_unstable_by_key(|(env, node, place)| (*env, *node, *place));
+        let in_flight = pending.len() as u64;
+        for (env, node, place) in pending {
+            let ev = TraceEvent::Pending {
+                sender: env.sender,
+                entity: env.entity,
+                seq: env.seq,
+                node,
+                place,
+            };
+            seen(&ev);
+            self.record(end, ev);
+        }
+        let ev = TraceEvent::RunEnd { in_flight };
+        seen(&ev);
+        self.record(end, ev);
+    }
+
     /// The user messages buffered in the running nodes' regions and Shards, for the
     /// end-of-run conservation balance.
-    pub(crate) fn buffered_user_messages(
-        &self,
-        out: &mut Vec<(Envelope, NodeId, crate::trace::Place)>,
-    ) {
+    fn buffered_user_messages(&self, out: &mut Vec<(Envelope, NodeId, crate::trace::Place)>) {
         for (i, s) in self.slots.iter().enumerate() {
             if !s.up {
                 continue;
