@@ -751,22 +751,9 @@ impl World {
     }
 
     fn on_deliver(&mut self, from: Addr, to: Addr, msg: Msg) {
-        let s = &self.c.slots[to.node.0 as usize];
-        let present = s.inc == to.inc && s.node.as_ref().is_some_and(|n| n.has_role(to.role));
-        if !present {
-            if let Msg::User(env) = msg {
-                self.drop_msg(to.node, env, DropReason::DeadLetter);
-            }
-            if self.c.tracer.on() {
-                self.emit(TraceEvent::DeadLetter {
-                    from: from.node,
-                    to: to.node,
-                    msg,
-                });
-            }
+        if !kit::arrive(self, from, to, msg) {
             return;
         }
-        self.c.stats.messages += 1;
         if self.coverage.is_some() {
             let shard = match msg {
                 Msg::User(env) => self.shard_on(to.node, env.entity),
@@ -775,16 +762,6 @@ impl World {
             if let Some(c) = self.coverage.as_deref_mut() {
                 c.delivered(from, to, &msg, shard);
             }
-        }
-        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also
-        // when nothing is traced.
-        if self.c.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
-            self.emit(TraceEvent::Msg {
-                from: from.node,
-                to: to.node,
-                actor: to.role,
-                msg,
-            });
         }
         if to.role == Role::Region {
             // `NodeInput::Deliver`, without building the input.

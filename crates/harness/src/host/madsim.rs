@@ -41,7 +41,7 @@ use crate::fault::Fault;
 use crate::scenario::Scenario;
 use crate::sim::faults::{self, FaultHost};
 use crate::sim::journal::Journal;
-use crate::sim::kit::{Cluster, Ctx, Transport};
+use crate::sim::kit::{self, Cluster, Ctx, Transport};
 use crate::sim::outputs;
 use crate::sim::RunResult;
 use crate::trace::{Place, TraceEvent, TraceMode, Tracer};
@@ -450,35 +450,11 @@ impl Shared {
         self.send_wire(sh, a, b, Wire::Deliver { id, from, to, msg });
     }
 
-    /// A sharding message reached `to`'s node (as the own world's `on_deliver`).
+    /// A sharding message reached `to`'s node (the hosts' shared `arrive`).
     fn on_deliver(&mut self, sh: &Sh, from: Addr, to: Addr, msg: Msg) {
-        let s = &self.c.slots[to.node.0 as usize];
-        let present =
-            s.up && s.inc == to.inc && s.node.as_ref().is_some_and(|n| n.has_role(to.role));
-        if !present {
-            if let Msg::User(env) = msg {
-                self.drop_msg(to.node, env, DropReason::DeadLetter);
-            }
-            if self.c.tracer.on() {
-                self.emit(TraceEvent::DeadLetter {
-                    from: from.node,
-                    to: to.node,
-                    msg,
-                });
-            }
+        if !kit::arrive(&mut Host { sh, w: self }, from, to, msg) {
             self.settle();
             return;
-        }
-        self.c.stats.messages += 1;
-        // The hosting-ack rule reads ShardStarted and HandOff: the checker gets them also when
-        // nothing is traced, as in the own world (`fuzz` and `agree` run untraced).
-        if self.c.tracer.on() || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
-            self.emit(TraceEvent::Msg {
-                from: from.node,
-                to: to.node,
-                actor: to.role,
-                msg,
-            });
         }
         self.handle(
             sh,

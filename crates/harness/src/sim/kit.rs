@@ -359,6 +359,48 @@ pub(crate) trait Transport {
     fn shut_down(&mut self, _node: usize) {}
 }
 
+/// A sharding message from `from` reached `to`'s node, on any host: when that incarnation is
+/// not up or its `to.role` actor is not running there, it is a dead letter (a user message is
+/// dropped as `DeadLetter`, and the trace shows it); otherwise it counts as a message, and the
+/// trace (or, untraced, the hosting-ack rule, which reads `ShardStarted` and `HandOff`) sees
+/// it. Returns whether the host hands it to the node.
+#[inline]
+pub(crate) fn arrive<T: Transport>(t: &mut T, from: Addr, to: Addr, msg: Msg) -> bool {
+    let c = t.cluster();
+    let s = &c.slots[to.node.0 as usize];
+    let present = s.up && s.inc == to.inc && s.node.as_ref().is_some_and(|n| n.has_role(to.role));
+    let traced = c.tracer.on();
+    if !present {
+        if let Msg::User(env) = msg {
+            let ev = outputs::drop_event(
+                to.node,
+                env,
+                DropReason::DeadLetter,
+                &mut t.cluster_mut().stats,
+            );
+            t.emit(ev);
+        }
+        if traced {
+            t.emit(TraceEvent::DeadLetter {
+                from: from.node,
+                to: to.node,
+                msg,
+            });
+        }
+        return false;
+    }
+    t.cluster_mut().stats.messages += 1;
+    if traced || matches!(msg, Msg::ShardStarted { .. } | Msg::HandOff { .. }) {
+        t.emit(TraceEvent::Msg {
+            from: from.node,
+            to: to.node,
+            actor: to.role,
+            msg,
+        });
+    }
+    true
+}
+
 /// A node's host while it handles one input, for any [`Transport`].
 pub(crate) struct Ctx<'a, T>(pub(crate) &'a mut T);
 
