@@ -28,6 +28,7 @@ use serde_json::Value;
 use shardsim_core::membership::{MemberStatus, MembershipEvent};
 use shardsim_core::time::Instant;
 use shardsim_harness::check::{Checker, TraceFileError, Violation};
+use shardsim_harness::fault::Fault;
 use shardsim_harness::sim::causal::CausalLog;
 use shardsim_harness::trace::{read_line, Line as TraceLine, Subject, TraceEvent, Tracer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -481,17 +482,6 @@ fn find_violation(
         }
     }
     Err(ExplainError::NoViolation)
-}
-
-/// The number after `key` in `text` (`"shard 3 ..."`, `"c1→e2 seq 7"`).
-fn num_after(text: &str, key: &str) -> Option<u64> {
-    let i = text.find(key)? + key.len();
-    text[i..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .ok()
 }
 
 /// The (sender, entity, seq) of a trace line.
@@ -1329,9 +1319,13 @@ fn timelines(
                 match kind.as_str() {
                     "Heal" | "JournalAvailable" | "Crash" | "Down" | "Restart" | "Leave" => {}
                     "Pause" => {
-                        let ms = num_after(&detail, ", ").unwrap_or(0);
-                        let n = num_after(&detail, "node ").map(|n| n as u32);
-                        faults.push((kind, detail, n, l.t, Some(l.t + ms * 1000)));
+                        if let TraceEvent::Fault {
+                            fault: Fault::Pause { node, duration_ms },
+                        } = &l.e
+                        {
+                            let until = l.t + duration_ms * 1000;
+                            faults.push((kind, detail, Some(node.0), l.t, Some(until)));
+                        }
                     }
                     _ => faults.push((kind, detail, None, l.t, None)),
                 }

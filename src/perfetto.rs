@@ -326,7 +326,7 @@ pub fn export(
         };
         let name = match e {
             TraceEvent::Violation { invariant, .. } => format!("VIOLATION {invariant}"),
-            TraceEvent::Fault { fault, .. } => format!("fault {fault}"),
+            TraceEvent::Fault { fault } => format!("fault {}", fault.kind_name()),
             _ => slice_name(e, &args),
         };
         items.push(Item {

@@ -12,6 +12,7 @@ use shardsim_core::ids::{NodeId, RegionRef, SenderId};
 use shardsim_core::membership::MembershipEvent;
 use shardsim_core::protocol::{CoordinatorEvent, Member, MemberStatus};
 use shardsim_core::time::Instant;
+use shardsim_harness::fault::Fault;
 use shardsim_harness::scenario::Scenario;
 use shardsim_harness::trace::{TraceEvent, TraceMode};
 use std::collections::{BTreeMap, BTreeSet};
@@ -165,10 +166,10 @@ fn rebalances_during_update(sc: &Arc<Scenario>, seed: u64) -> (usize, usize) {
             } => {
                 incarnation.insert(*node, *i);
             }
-            TraceEvent::Fault { fault, detail } if fault == "Leave" => {
-                let n: u32 = detail.trim_start_matches("node ").parse().expect("node N");
-                let node = NodeId(n);
-                leaving.insert((node, incarnation[&node]));
+            TraceEvent::Fault {
+                fault: Fault::Leave { node, .. },
+            } => {
+                leaving.insert((*node, incarnation[node]));
             }
             TraceEvent::MemberView { node, members } => {
                 views.insert(*node, members.clone());

@@ -758,8 +758,10 @@ mod tests {
                 to: Instant(9),
             },
             TraceEvent::Fault {
-                fault: "Pause".into(),
-                detail: "node 2, 750 ms".into(),
+                fault: crate::fault::Fault::Pause {
+                    node: NodeId(2),
+                    duration_ms: 750,
+                },
             },
             TraceEvent::GracefulLeave {
                 node: NodeId(2),
@@ -820,10 +822,7 @@ mod tests {
             incarnation: 3,
             reason: reason.into(),
         };
-        let fault = |kind: &str, detail: &str| TraceEvent::Fault {
-            fault: kind.into(),
-            detail: detail.into(),
-        };
+        let fault = |fault: crate::fault::Fault| TraceEvent::Fault { fault };
         let s = |x: u64| Instant(x * 1_000_000);
         let up = |n: u32| TraceEvent::NodeUp {
             node: NodeId(n),
@@ -913,18 +912,30 @@ mod tests {
         c.on_event(s(20), &leave);
         c.on_event(s(21), &drop(DropReason::RegionStopped));
         assert!(c.on_event(s(22), &down("crash")).is_none());
-        for (kind, detail) in [
-            ("Partition", "sides [0] | [1, 2]"),
-            ("Pause", "node 0, 500 ms"),
-            ("JournalSlow", "+100 ms"),
-            ("Down", "node 1"),
+        use crate::fault::Fault as F;
+        for f in [
+            F::Partition {
+                sides: [vec![NodeId(0)], vec![NodeId(1), NodeId(2)]],
+            },
+            F::Pause {
+                node: NodeId(0),
+                duration_ms: 500,
+            },
+            F::JournalSlow {
+                extra_latency_ms: 100,
+            },
+            F::Down {
+                node: NodeId(1),
+                by: None,
+            },
         ] {
+            let kind = f.kind_name();
             let mut c = Checker::new();
             c.on_event(s(0), &up(0));
             c.on_event(s(0), &view0);
             c.on_event(s(20), &leave);
             c.on_event(s(21), &drop(DropReason::NodeDown));
-            c.on_event(s(21), &fault(kind, detail));
+            c.on_event(s(21), &fault(f));
             assert!(c.on_event(s(22), &down("left")).is_none(), "{kind}");
         }
         // A leave soon after a fault healed is not graceful; one after the settling time is.
@@ -932,8 +943,11 @@ mod tests {
             let mut c = Checker::new();
             c.on_event(s(0), &up(0));
             c.on_event(s(0), &view0);
-            c.on_event(s(1), &fault("Isolate", "node 0"));
-            c.on_event(s(heal_at), &fault("Heal", ""));
+            c.on_event(
+                s(1),
+                &fault(crate::fault::Fault::Isolate { node: NodeId(0) }),
+            );
+            c.on_event(s(heal_at), &fault(crate::fault::Fault::Heal));
             c.on_event(s(20), &leave);
             c.on_event(s(21), &drop(DropReason::RegionStopped));
             assert_eq!(

@@ -105,7 +105,7 @@ impl FaultSpec {
 }
 
 /// What a fault does, with the fields of its kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Fault {
     /// Cut every link between `sides[0]` and `sides[1]` (both directions).
     Partition {

@@ -2,6 +2,7 @@
 //! has `t` (simulated microseconds) and `ev`. The same typed events feed the live checkers, so a
 //! trace file re-checked by [`crate::check::recheck_file`] reaches the same verdict.
 
+use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
 use shardsim_core::ids::{EntityId, NodeId, RegionRef, SenderId, ShardId};
 use shardsim_core::membership::{MembershipEvent, NodeAddr};
@@ -265,10 +266,10 @@ pub enum TraceEvent {
     },
     /// A fault was injected (or healed).
     Fault {
-        /// The fault kind.
-        fault: String,
-        /// Its parameters.
-        detail: String,
+        /// The fault, as the plan or the swarm's draw gave it; its line has its kind (`fault`),
+        /// its parameters in words (`detail`) and its fields.
+        #[serde(flatten, with = "schema::fault_fields")]
+        fault: Fault,
     },
     /// A membership event seen by a node (reachability, status change, downing decision).
     Cluster {

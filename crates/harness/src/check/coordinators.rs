@@ -21,6 +21,7 @@
 //! start. Cost: a start looks at the running coordinators (a handful); a fault updates a set.
 
 use super::{Invariant, Violation};
+use crate::fault::Fault;
 use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::NodeId;
 use shardsim_core::protocol::{Member, MemberStatus};
@@ -42,21 +43,6 @@ pub(super) struct OneCoordinator {
     paused_until: BTreeMap<u32, u64>,
 }
 
-/// The numbers in `s`, in order (`"sides [0] | [1, 2]"` → 0, 1, 2).
-fn numbers(s: &str) -> Vec<u64> {
-    s.split(|c: char| !c.is_ascii_digit())
-        .filter(|x| !x.is_empty())
-        .filter_map(|x| x.parse().ok())
-        .collect()
-}
-
-/// The node lists of a partition's detail, `sides [a, b] | [c]`.
-fn sides(detail: &str) -> Option<(Vec<u32>, Vec<u32>)> {
-    let (a, b) = detail.split_once('|')?;
-    let ids = |s: &str| numbers(s).into_iter().map(|n| n as u32).collect();
-    Some((ids(a), ids(b)))
-}
-
 impl OneCoordinator {
     /// Whether `a` and `b` can reach each other at `t` over the simulated network.
     fn reachable(&self, t: Instant, a: NodeId, b: NodeId) -> bool {
@@ -75,44 +61,34 @@ impl OneCoordinator {
         self.isolated.clear();
     }
 
-    fn on_fault(&mut self, t: Instant, fault: &str, detail: &str) {
+    fn on_fault(&mut self, t: Instant, fault: &Fault) {
         match fault {
-            "Partition" => {
-                if let Some((a, b)) = sides(detail) {
-                    for x in &a {
-                        for y in &b {
-                            self.cut.insert((*x, *y));
-                            self.cut.insert((*y, *x));
-                        }
+            Fault::Partition { sides: [a, b] } => {
+                for x in a {
+                    for y in b {
+                        self.cut.insert((x.0, y.0));
+                        self.cut.insert((y.0, x.0));
                     }
                 }
             }
-            "Isolate" => {
-                if let Some(n) = numbers(detail).first() {
-                    self.isolated.insert(*n as u32);
-                }
+            Fault::Isolate { node } => {
+                self.isolated.insert(node.0);
             }
-            "OneWay" => {
-                if let [from, to, ..] = numbers(detail)[..] {
-                    self.cut.insert((from as u32, to as u32));
-                }
+            Fault::OneWay { from, to } => {
+                self.cut.insert((from.0, to.0));
             }
-            "Bridge" => {
-                // `bridge [a, b, c]`: a and c are cut from each other, both reach b.
-                if let [a, _, c, ..] = numbers(detail)[..] {
-                    self.cut.insert((a as u32, c as u32));
-                    self.cut.insert((c as u32, a as u32));
-                }
+            Fault::Bridge { a, c, .. } => {
+                // a and c are cut from each other, both reach b.
+                self.cut.insert((a.0, c.0));
+                self.cut.insert((c.0, a.0));
             }
-            "Heal" => self.heal(),
-            "Pause" => {
-                // `node N, D ms`: only a node that is up pauses (its next incarnation starts
-                // unpaused, see NodeUp).
-                if let [n, ms, ..] = numbers(detail)[..] {
-                    let until = t.0 + ms * 1000;
-                    let e = self.paused_until.entry(n as u32).or_default();
-                    *e = (*e).max(until);
-                }
+            Fault::Heal => self.heal(),
+            Fault::Pause { node, duration_ms } => {
+                // Only a node that is up pauses (its next incarnation starts unpaused, see
+                // NodeUp).
+                let until = t.0 + duration_ms * 1000;
+                let e = self.paused_until.entry(node.0).or_default();
+                *e = (*e).max(until);
             }
             _ => {}
         }
@@ -128,7 +104,7 @@ impl OneCoordinator {
             TraceEvent::MemberView { node, members } => {
                 self.views.insert(*node, members.clone());
             }
-            TraceEvent::Fault { fault, detail } => self.on_fault(t, fault, detail),
+            TraceEvent::Fault { fault } => self.on_fault(t, fault),
             // The liveness phase heals every link (pauses end on their own).
             TraceEvent::LivenessPhase { .. } => self.heal(),
             TraceEvent::CoordinatorStopped { node, .. } => {
@@ -189,6 +165,7 @@ impl OneCoordinator {
 #[cfg(test)]
 mod tests {
     use crate::check::{Checker, Invariant};
+    use crate::fault::Fault;
     use crate::trace::TraceEvent;
     use shardsim_core::ids::{NodeId, NodeInc};
     use shardsim_core::protocol::{Member, MemberStatus};
@@ -223,11 +200,11 @@ mod tests {
             members: vec![m(0, status), m(n, MemberStatus::Up)],
         }
     }
-    fn fault(kind: &str, detail: &str) -> TraceEvent {
-        TraceEvent::Fault {
-            fault: kind.into(),
-            detail: detail.into(),
-        }
+    fn fault(fault: Fault) -> TraceEvent {
+        TraceEvent::Fault { fault }
+    }
+    fn n(i: u32) -> NodeId {
+        NodeId(i)
     }
     /// Nodes 0 and 2 up, node 0 runs the coordinator; `before` happens, then node 2 (whose
     /// view has node 0 as `status`) starts one at t = 10 s.
@@ -258,11 +235,23 @@ mod tests {
         }
         // Apart over the network (each side of a split brain has its own): not flagged.
         let apart = [
-            fault("Partition", "sides [0, 1] | [2]"),
-            fault("Isolate", "node 0"),
-            fault("OneWay", "2 -> 0"),
-            fault("Bridge", "bridge [0, 1, 2]"),
-            fault("Pause", "node 0, 6000 ms"),
+            fault(Fault::Partition {
+                sides: [vec![n(0), n(1)], vec![n(2)]],
+            }),
+            fault(Fault::Isolate { node: n(0) }),
+            fault(Fault::OneWay {
+                from: n(2),
+                to: n(0),
+            }),
+            fault(Fault::Bridge {
+                a: n(0),
+                b: n(1),
+                c: n(2),
+            }),
+            fault(Fault::Pause {
+                node: n(0),
+                duration_ms: 6000,
+            }),
         ];
         for f in &apart {
             assert_eq!(
@@ -273,18 +262,26 @@ mod tests {
         }
         // Healed, or a pause that is over: they reach each other again.
         assert_eq!(
-            second(MemberStatus::Up, &[apart[0].clone(), fault("Heal", "")]),
+            second(MemberStatus::Up, &[apart[0].clone(), fault(Fault::Heal)]),
             two
         );
         assert_eq!(
-            second(MemberStatus::Up, &[fault("Pause", "node 0, 4000 ms")]),
+            second(
+                MemberStatus::Up,
+                &[fault(Fault::Pause {
+                    node: n(0),
+                    duration_ms: 4000,
+                })]
+            ),
             two
         );
         // A partition between other nodes does not separate them.
         assert_eq!(
             second(
                 MemberStatus::Up,
-                &[fault("Partition", "sides [1] | [0, 2]")]
+                &[fault(Fault::Partition {
+                    sides: [vec![n(1)], vec![n(0), n(2)]],
+                })]
             ),
             two
         );

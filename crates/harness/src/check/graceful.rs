@@ -38,6 +38,7 @@
 //! the end of the run, the drops of a leave still under way count.
 
 use super::{Invariant, Violation};
+use crate::fault::Fault;
 use crate::trace::{Subject, TraceEvent};
 use shardsim_core::ids::{EntityId, NodeId, SenderId};
 use shardsim_core::protocol::DropReason;
@@ -204,43 +205,38 @@ impl Graceful {
                     },
                 );
             }
-            TraceEvent::Fault { fault, detail } => match fault.as_str() {
-                "Leave" | "Restart" => {}
-                "Heal" => {
+            TraceEvent::Fault { fault } => match fault {
+                Fault::Leave { .. } | Fault::Restart { .. } => {}
+                Fault::Heal => {
                     if self.cut {
                         self.cut = false;
                         self.disturbance_ends(t.0);
                     }
                 }
-                "JournalAvailable" => {
+                Fault::JournalAvailable => {
                     if self.journal {
                         self.journal = false;
                         self.disturbance_ends(t.0);
                     }
                 }
-                "Partition" | "Isolate" | "OneWay" | "Bridge" => {
+                Fault::Partition { .. }
+                | Fault::Isolate { .. }
+                | Fault::OneWay { .. }
+                | Fault::Bridge { .. } => {
                     self.cut = true;
                     self.spoil_all("a link was cut during it");
                 }
-                "JournalUnavailable" | "JournalSlow" | "JournalFailing" => {
+                Fault::JournalUnavailable | Fault::JournalSlow { .. } | Fault::JournalFailing => {
                     self.journal = true;
                     self.spoil_all("a journal fault during it");
                 }
-                "Pause" => {
-                    // `node N, D ms`
-                    let ms = detail
-                        .rsplit(", ")
-                        .next()
-                        .and_then(|x| x.strip_suffix(" ms"))
-                        .and_then(|x| x.parse::<u64>().ok())
-                        .unwrap_or(0);
-                    self.paused_until = self.paused_until.max(t.0 + ms * 1000);
+                Fault::Pause { duration_ms, .. } => {
+                    self.paused_until = self.paused_until.max(t.0 + duration_ms * 1000);
                     self.spoil_all("a node was paused during it");
                 }
-                _ => {
-                    // Crash, Down and any kind added later.
+                Fault::Crash { .. } | Fault::Down { .. } => {
                     self.disturbance_ends(t.0);
-                    self.spoil_all(&format!("{fault} during it"));
+                    self.spoil_all(&format!("{} during it", fault.kind_name()));
                 }
             },
             TraceEvent::LivenessPhase { .. } if self.cut || self.journal => {

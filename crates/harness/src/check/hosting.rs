@@ -143,8 +143,7 @@ mod tests {
         }
         // Judged when the instant is over, or at the end.
         let next = TraceEvent::Fault {
-            fault: "Heal".into(),
-            detail: String::new(),
+            fault: crate::fault::Fault::Heal,
         };
         c.on_event(Instant(6), &next)
             .or_else(|| c.on_event(Instant(7), &TraceEvent::RunEnd { in_flight: 0 }))

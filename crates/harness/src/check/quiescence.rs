@@ -525,8 +525,7 @@ mod tests {
         assert_eq!(round(&mut q, &mut t, 0, 0, 1), None);
         t += 1;
         let heal = TraceEvent::Fault {
-            fault: "heal".into(),
-            detail: String::new(),
+            fault: crate::fault::Fault::Heal,
         };
         assert_eq!(q.on_event(Instant(t), &heal), None);
         assert_eq!(round(&mut q, &mut t, 4, 1, 0), None);

@@ -85,10 +85,7 @@ pub fn liveness_phase(h: &mut impl FaultHost, now: Instant, end: Instant) {
 pub fn apply_fault(h: &mut impl FaultHost, f: Fault) {
     h.count_fault();
     let n = h.node_count();
-    h.emit(TraceEvent::Fault {
-        fault: f.kind_name().to_string(),
-        detail: f.detail(),
-    });
+    h.emit(TraceEvent::Fault { fault: f.clone() });
     match f {
         Fault::Partition { sides: [a, b] } => {
             for x in &a {

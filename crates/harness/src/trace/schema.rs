@@ -651,3 +651,119 @@ pub(crate) mod timer_fields {
         })
     }
 }
+
+/// The fields a fault adds to its line: `fault` (its kind), `detail` (its parameters in words,
+/// for a person; not read back), then its own fields: `sides`, `node`, `from`/`to`, `a`/`b`/`c`
+/// (a bridge), `by`, `duration_ms`, `extra_latency_ms`.
+#[derive(Default, Serialize, Deserialize)]
+struct FaultLine {
+    fault: String,
+    #[serde(default)]
+    detail: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sides: Option<[Vec<NodeId>; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    node: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    to: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    a: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    b: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    c: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    extra_latency_ms: Option<u64>,
+}
+
+/// A [`Fault`](crate::fault::Fault) as fields of its line ([`FaultLine`]).
+pub(crate) mod fault_fields {
+    use super::*;
+    use crate::fault::Fault;
+
+    pub fn serialize<S: Serializer>(f: &Fault, s: S) -> Result<S::Ok, S::Error> {
+        let mut l = FaultLine {
+            fault: f.kind_name().into(),
+            detail: f.detail(),
+            ..FaultLine::default()
+        };
+        match f.clone() {
+            Fault::Partition { sides } => l.sides = Some(sides),
+            Fault::Isolate { node } | Fault::Crash { node } | Fault::Restart { node } => {
+                l.node = Some(node)
+            }
+            Fault::OneWay { from, to } => {
+                l.from = Some(from);
+                l.to = Some(to);
+            }
+            Fault::Bridge { a, b, c } => {
+                l.a = Some(a);
+                l.b = Some(b);
+                l.c = Some(c);
+            }
+            Fault::Pause { node, duration_ms } => {
+                l.node = Some(node);
+                l.duration_ms = Some(duration_ms);
+            }
+            Fault::Down { node, by } | Fault::Leave { node, by } => {
+                l.node = Some(node);
+                l.by = by;
+            }
+            Fault::JournalSlow { extra_latency_ms } => l.extra_latency_ms = Some(extra_latency_ms),
+            Fault::Heal
+            | Fault::JournalUnavailable
+            | Fault::JournalAvailable
+            | Fault::JournalFailing => {}
+        }
+        l.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Fault, D::Error> {
+        let l = FaultLine::deserialize(d)?;
+        let need = |what: &str| D::Error::custom(format!("fault `{}` without `{what}`", l.fault));
+        let node = || l.node.ok_or_else(|| need("node"));
+        Ok(match l.fault.as_str() {
+            "Partition" => Fault::Partition {
+                sides: l.sides.clone().ok_or_else(|| need("sides"))?,
+            },
+            "Isolate" => Fault::Isolate { node: node()? },
+            "OneWay" => Fault::OneWay {
+                from: l.from.ok_or_else(|| need("from"))?,
+                to: l.to.ok_or_else(|| need("to"))?,
+            },
+            "Bridge" => Fault::Bridge {
+                a: l.a.ok_or_else(|| need("a"))?,
+                b: l.b.ok_or_else(|| need("b"))?,
+                c: l.c.ok_or_else(|| need("c"))?,
+            },
+            "Heal" => Fault::Heal,
+            "Crash" => Fault::Crash { node: node()? },
+            "Restart" => Fault::Restart { node: node()? },
+            "Pause" => Fault::Pause {
+                node: node()?,
+                duration_ms: l.duration_ms.ok_or_else(|| need("duration_ms"))?,
+            },
+            "Down" => Fault::Down {
+                node: node()?,
+                by: l.by,
+            },
+            "Leave" => Fault::Leave {
+                node: node()?,
+                by: l.by,
+            },
+            "JournalUnavailable" => Fault::JournalUnavailable,
+            "JournalAvailable" => Fault::JournalAvailable,
+            "JournalSlow" => Fault::JournalSlow {
+                extra_latency_ms: l.extra_latency_ms.ok_or_else(|| need("extra_latency_ms"))?,
+            },
+            "JournalFailing" => Fault::JournalFailing,
+            other => return Err(D::Error::custom(format!("`{other}` is not a fault"))),
+        })
+    }
+}
