@@ -94,8 +94,8 @@
 //! and expected to pass (the model's new algorithm is LSAS:47-121 step by step, its deprecated
 //! one SC:364-387, its ordering MIX:39-62 with one total key). `DEPARTURES` is empty.
 //! `every_catalogued_case_is_ported_or_a_departure` checks that the lists cover all 35 cases, and
-//! `the_doc_headers_name_the_ported_cases` that the tests' doc headers name the cases of
-//! `PORTED`.
+//! `the_conformance_table_is_current` that the tests' doc headers name the cases of `PORTED`
+//! (and writes `reports/conformance/allocation.md`).
 
 use shardsim_core::ids::{NodeId, NodeInc, RegionRef, ShardId};
 use shardsim_core::membership::{Member, MemberStatus};
@@ -221,85 +221,7 @@ fn every_catalogued_case_is_ported_or_a_departure() {
         PORTED.len(),
         DEPARTURES.len()
     );
-    assert_eq!(
-        SUITES.iter().map(|(_, n)| n).sum::<usize>(),
-        CATALOGUE_TOTAL
-    );
-    let mut cases = BTreeSet::new();
-    let departures = DEPARTURES.iter().map(|(suite, case, _)| (*suite, *case));
-    for (suite, case) in PORTED.iter().copied().chain(departures) {
-        assert!(
-            SUITES.iter().any(|(s, _)| *s == suite),
-            "unknown suite {suite:?}"
-        );
-        assert!(
-            cases.insert((suite, case)),
-            "{suite}: {case:?} listed twice"
-        );
-    }
-    for (suite, total) in SUITES {
-        let n = cases.iter().filter(|(s, _)| s == suite).count();
-        assert_eq!(n, *total, "{suite}: {n} cases listed, the spec has {total}");
-    }
-    for (suite, case, why) in DEPARTURES {
-        assert!(
-            why.contains("Spec:"),
-            "{suite}: {case:?}: the reason names no Akka line"
-        );
-    }
-}
-
-/// Every test's doc header (its first paragraph: the suite, the line tag `Spec` or `DSpec` and the
-/// quoted case) names a case of `PORTED` with its suite's tag, and every case of `PORTED` has one
-/// such test.
-#[test]
-fn the_doc_headers_name_the_ported_cases() {
-    let src = include_str!("allocation_spec.rs");
-    let lines: Vec<&str> = src.lines().collect();
-    let mut read = BTreeSet::new();
-    for (i, l) in lines.iter().enumerate() {
-        if *l != "#[test]" {
-            continue;
-        }
-        // The doc block above the test, and its first paragraph.
-        let mut start = i;
-        while start > 0 && lines[start - 1].starts_with("///") {
-            start -= 1;
-        }
-        let para: Vec<&str> = lines[start..i]
-            .iter()
-            .map(|d| d.trim_start_matches("///").trim())
-            .take_while(|d| !d.is_empty())
-            .collect();
-        let head = para.join(" ");
-        let (suite, tag, rest) = if let Some((s, r)) = head.split_once(", Spec:") {
-            (s, "Spec", r)
-        } else if let Some((s, r)) = head.split_once(", DSpec:") {
-            (s, "DSpec", r)
-        } else {
-            continue; // not a ported case (the catalogue checks)
-        };
-        let want_tag = if suite == DEPRECATED { "DSpec" } else { "Spec" };
-        assert_eq!(tag, want_tag, "{head}: the suite's line tag");
-        let (line, quoted) = rest.split_once(": \"").unwrap_or_else(|| panic!("{head}"));
-        assert!(line.parse::<u32>().is_ok(), "{head}: no line number");
-        let case = quoted
-            .strip_suffix("\".")
-            .unwrap_or_else(|| panic!("{head}: the header ends with `\".`"));
-        assert!(
-            read.insert((suite.to_string(), case.to_string())),
-            "{suite}: {case:?} has two tests"
-        );
-    }
-    let listed: BTreeSet<(String, String)> = PORTED
-        .iter()
-        .map(|(s, c)| (s.to_string(), c.to_string()))
-        .collect();
-    assert_eq!(
-        listed.symmetric_difference(&read).collect::<Vec<_>>(),
-        Vec::<&(String, String)>::new(),
-        "the tests' doc headers and PORTED name different cases"
-    );
+    conformance::check_catalogue(SUITES, PORTED, DEPARTURES);
 }
 
 // ---- regions, shards and strategies ----

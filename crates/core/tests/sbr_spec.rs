@@ -578,32 +578,7 @@ fn every_catalogued_case_is_ported_or_a_departure() {
         PORTED.len(),
         DEPARTURES.len()
     );
-    assert_eq!(
-        SUITES.iter().map(|(_, n)| n).sum::<usize>(),
-        CATALOGUE_TOTAL
-    );
-    let mut cases = BTreeSet::new();
-    let departures = DEPARTURES.iter().map(|(suite, case, _)| (*suite, *case));
-    for (suite, case) in PORTED.iter().copied().chain(departures) {
-        assert!(
-            SUITES.iter().any(|(s, _)| *s == suite),
-            "unknown suite {suite:?}"
-        );
-        assert!(
-            cases.insert((suite, case)),
-            "{suite}: {case:?} listed twice"
-        );
-    }
-    for (suite, total) in SUITES {
-        let n = cases.iter().filter(|(s, _)| s == suite).count();
-        assert_eq!(n, *total, "{suite}: {n} cases listed, the spec has {total}");
-    }
-    for (suite, case, why) in DEPARTURES {
-        assert!(
-            why.contains("Spec:"),
-            "{suite}: {case:?}: the reason names no Akka line"
-        );
-    }
+    conformance::check_catalogue(SUITES, PORTED, DEPARTURES);
 }
 
 // ---- strategies and outcomes ----

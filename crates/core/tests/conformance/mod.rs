@@ -59,6 +59,40 @@ pub fn ported_cases(src: &str) -> Vec<Case> {
     out
 }
 
+/// The catalogue is whole: every case of every suite is listed once, ported or not
+/// expressible, each suite has its count, and every reason names an Akka line (`...Spec:N`).
+pub fn check_catalogue(
+    suites: &[(&str, usize)],
+    ported: &[(&str, &str)],
+    not_expressible: &[(&str, &str, &str)],
+) {
+    use std::collections::BTreeSet;
+    let mut cases = BTreeSet::new();
+    let departures = not_expressible
+        .iter()
+        .map(|(suite, case, _)| (*suite, *case));
+    for (suite, case) in ported.iter().copied().chain(departures) {
+        assert!(
+            suites.iter().any(|(s, _)| *s == suite),
+            "unknown suite {suite:?}"
+        );
+        assert!(
+            cases.insert((suite, case)),
+            "{suite}: {case:?} listed twice"
+        );
+    }
+    for (suite, total) in suites {
+        let n = cases.iter().filter(|(s, _)| s == suite).count();
+        assert_eq!(n, *total, "{suite}: {n} cases listed, the spec has {total}");
+    }
+    for (suite, case, why) in not_expressible {
+        assert!(
+            why.contains("Spec:"),
+            "{suite}: {case:?}: the reason names no Akka line"
+        );
+    }
+}
+
 /// A case name with its whitespace made single (the lists wrap long names).
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
