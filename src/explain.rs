@@ -264,7 +264,7 @@ fn read(text: &str) -> Result<Read, ExplainError> {
                     steps[s].events.push(idx);
                 }
                 // The story reads the line's fields by name, as the file has them.
-                let v = serde_json::from_str(&ev.to_json(t)).expect("a trace event's own JSON");
+                let v = ev.to_value(t);
                 lines.push(Line {
                     t: t.0,
                     v,

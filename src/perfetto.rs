@@ -285,7 +285,7 @@ pub fn export(
     let mut next_flow = 1u64;
     let mut stats = ExportStats::default();
     for (i, (t, e)) in events.iter().enumerate() {
-        let args: Value = serde_json::from_str(&e.to_json(*t)).unwrap_or(Value::Null);
+        let args: Value = e.to_value(*t);
         let mut p = place(e, &mut st);
         let mut flow_in = None;
         if let TraceEvent::Msg { from, to, msg, .. } | TraceEvent::DeadLetter { from, to, msg } = e

@@ -120,6 +120,12 @@ impl TraceEvent {
     pub fn to_json(&self, t: Instant) -> String {
         serde_json::to_string(&EventLine { t: t.0, ev: self }).expect("a trace event is plain data")
     }
+
+    /// The event's line at `t` as a JSON value (what [`TraceEvent::to_json`] writes, unparsed),
+    /// for tools that read its fields by name.
+    pub fn to_value(&self, t: Instant) -> Value {
+        serde_json::to_value(EventLine { t: t.0, ev: self }).expect("a trace event is plain data")
+    }
 }
 
 /// Keys whose integer values are node ids, held to [`TRACE_ID_BOUND`] (but in
