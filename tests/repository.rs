@@ -3,6 +3,10 @@
 //! without a circle, so each can be read, tested and moved on its own. This test reads every
 //! `crate::` path of each crate's source (comments aside), builds the graph of its top-level
 //! modules with petgraph and fails on a circle, naming it.
+//!
+//! And `reports/` holds summaries, not raw results, so a clone stays small: every file under it
+//! is at most [`MAX_FILE`] bytes and the folder at most [`MAX_TOTAL`] in all. A campaign's raw
+//! results stay where the campaign wrote them, outside the tracked tree.
 
 mod common;
 
@@ -10,6 +14,59 @@ use petgraph::algo::tarjan_scc;
 use petgraph::graph::DiGraph;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// The largest file allowed under `reports/`.
+const MAX_FILE: u64 = 1024 * 1024;
+/// The most `reports/` may hold in all.
+const MAX_TOTAL: u64 = 5 * 1024 * 1024;
+
+/// Every file under `dir`, recursively, in sorted path order.
+fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            all_files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn reports_hold_summaries_not_raw_results() {
+    let reports = common::root().join("reports");
+    let mut files = Vec::new();
+    all_files(&reports, &mut files);
+    let mut total = 0;
+    let mut too_big = Vec::new();
+    for p in &files {
+        let len = std::fs::metadata(p).unwrap().len();
+        total += len;
+        if len > MAX_FILE {
+            let rel = p.strip_prefix(&reports).unwrap().display();
+            too_big.push(format!("reports/{rel} ({len} bytes)"));
+        }
+    }
+    assert!(
+        too_big.is_empty(),
+        "files under reports/ over {MAX_FILE} bytes (keep summaries there, not raw results):\n{}",
+        too_big.join("\n")
+    );
+    assert!(
+        total <= MAX_TOTAL,
+        "reports/ holds {total} bytes in {} files, over {MAX_TOTAL}",
+        files.len()
+    );
+    assert!(
+        files.len() > 10,
+        "read {} files under reports/",
+        files.len()
+    );
+}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
