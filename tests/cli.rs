@@ -685,3 +685,22 @@ fn dependent_flags_are_refused_without_their_flag() {
         "{err}"
     );
 }
+
+/// No command writes into the checkout's tracked folders unless told to: every default output
+/// path is under `shardsim-out/` (ignored by git), never `reports/` or `sim-scenarios/`.
+#[test]
+fn default_outputs_stay_out_of_the_tracked_folders() {
+    let mut defaults = 0;
+    for sub in ["run", "fuzz", "sweep", "merge", "shrink", "explain", "check-trace"] {
+        let (code, out, err) = shardsim(&[sub, "--help"]);
+        assert_eq!(code, 0, "{sub} --help: {err}");
+        for tracked in ["reports/", "sim-scenarios/"] {
+            assert!(
+                !out.contains(&format!("default: {tracked}")),
+                "`{sub}` writes into {tracked} by default:\n{out}"
+            );
+        }
+        defaults += out.matches("shardsim-out/").count();
+    }
+    assert!(defaults >= 5, "{defaults} defaults under shardsim-out/");
+}

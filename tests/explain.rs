@@ -2,7 +2,9 @@
 //! that expect a violation, and the shrunk scenarios) fits in 40 lines and is snapshotted; the
 //! failing seed of each is the first one a campaign with `until_failure` finds from seed 0, so
 //! it is deterministic. The pictures parse: well-formed XML, with the lanes, arrows and bands
-//! one hazard's story has.
+//! one hazard's story has. The committed pictures under `reports/explain/` are exactly what the
+//! binary draws now, one pair per committed hazard and nothing else; regenerate them with
+//! `SHARDSIM_WRITE_REPORTS=1 cargo test --test explain`.
 
 mod common;
 use common::*;
@@ -49,6 +51,10 @@ fn committed_hazards() -> Vec<String> {
 fn every_committed_hazard_has_a_story_of_at_most_40_lines() {
     let hazards = committed_hazards();
     assert!(hazards.len() >= 20, "{hazards:?}");
+    let pictures = root().join("reports/explain");
+    let write = std::env::var_os("SHARDSIM_WRITE_REPORTS").is_some();
+    let mut drawn = Vec::new();
+    let mut stale = Vec::new();
     for rel in hazards {
         let (seed, e) = explain_first_failure(&rel);
         let story = explain::story(&e);
@@ -73,7 +79,43 @@ fn every_committed_hazard_has_a_story_of_at_most_40_lines() {
         roxmltree::Document::parse(&svg).unwrap_or_else(|x| panic!("{rel}: {x}\n{svg}"));
         let md = draw::mermaid(&e, &name);
         assert!(md.contains("```mermaid\nsequenceDiagram\n"), "{rel}");
+        // What `shardsim explain <file> --seed <seed> --pictures reports/explain` writes.
+        let base = format!("{}-seed{seed}", common::load(&rel).name);
+        for (ext, body) in [
+            ("md", draw::mermaid(&e, &base)),
+            ("svg", draw::svg(&e, &base)),
+        ] {
+            let file = format!("{base}.{ext}");
+            let path = pictures.join(&file);
+            if write {
+                shardsim::campaign::write_atomic(&path, body.as_bytes()).unwrap();
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(body.as_str()) {
+                stale.push(format!("reports/explain/{file} ({rel} seed {seed})"));
+            }
+            drawn.push(file);
+        }
     }
+    let mut extra = Vec::new();
+    for entry in std::fs::read_dir(&pictures).unwrap() {
+        let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !drawn.contains(&file) {
+            if write {
+                std::fs::remove_file(pictures.join(&file)).unwrap();
+            } else {
+                extra.push(format!("reports/explain/{file}"));
+            }
+        }
+    }
+    stale.sort();
+    extra.sort();
+    assert!(
+        stale.is_empty() && extra.is_empty(),
+        "the committed pictures differ from what the binary draws now (regenerate them with \
+         `SHARDSIM_WRITE_REPORTS=1 cargo test --test explain`):\nstale or missing:\n{}\nof no \
+         committed hazard:\n{}",
+        stale.join("\n"),
+        extra.join("\n")
+    );
 }
 
 #[test]

@@ -135,7 +135,7 @@ pub struct FuzzArgs {
     #[arg(
         long,
         value_name = "DIR",
-        default_value = "reports/guided",
+        default_value = "shardsim-out/guided",
         requires = "guided"
     )]
     pub guided_out: PathBuf,
@@ -211,7 +211,7 @@ pub struct ShrinkArgs {
     #[arg(long)]
     pub seed: u64,
     /// Where to write the shrunk scenario (default:
-    /// reports/shrunk/<scenario name>-seed<N>.toml).
+    /// shardsim-out/shrunk/<scenario name>-seed<N>.toml).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// At most this many replays.
@@ -270,7 +270,7 @@ pub struct SweepArgs {
     #[arg(long, value_parser = at_least_one)]
     pub jobs: Option<usize>,
     /// Where each file's result is kept (and reused by a later sweep with the same plan).
-    #[arg(long, value_name = "DIR", default_value = "reports/at-scale")]
+    #[arg(long, value_name = "DIR", default_value = "shardsim-out/at-scale")]
     pub summaries: PathBuf,
     /// Run nothing: write the report from the kept results as they are (the other files
     /// "not run yet"), judged against each file's declaration as it is now, to see how far
@@ -290,7 +290,7 @@ pub struct SweepArgs {
     #[arg(
         long,
         value_name = "FILE",
-        default_value = "reports/scenarios-at-scale.md"
+        default_value = "shardsim-out/scenarios-at-scale.md"
     )]
     pub out: PathBuf,
 }
@@ -311,7 +311,7 @@ pub struct ExplainArgs {
     /// Write the pictures (`<scenario>-seed<N>.md` and `.svg`) into this folder.
     #[arg(
         long,
-        default_value = "reports/explain",
+        default_value = "shardsim-out/explain",
         conflicts_with = "no_pictures"
     )]
     pub pictures: PathBuf,

@@ -28,7 +28,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         return Exit::BadInput;
     }
     let out = out.unwrap_or_else(|| {
-        PathBuf::from("reports/shrunk").join(format!("{}-seed{seed}.toml", sc.name))
+        PathBuf::from("shardsim-out/shrunk").join(format!("{}-seed{seed}.toml", sc.name))
     });
     let opts = ShrinkOptions {
         max_runs,
