@@ -691,7 +691,15 @@ fn dependent_flags_are_refused_without_their_flag() {
 #[test]
 fn default_outputs_stay_out_of_the_tracked_folders() {
     let mut defaults = 0;
-    for sub in ["run", "fuzz", "sweep", "merge", "shrink", "explain", "check-trace"] {
+    for sub in [
+        "run",
+        "fuzz",
+        "sweep",
+        "merge",
+        "shrink",
+        "explain",
+        "check-trace",
+    ] {
         let (code, out, err) = shardsim(&[sub, "--help"]);
         assert_eq!(code, 0, "{sub} --help: {err}");
         for tracked in ["reports/", "sim-scenarios/"] {

@@ -18,7 +18,7 @@
 //!
 //! A..G are nodes 1..7 (incarnation 1), so the address order is A < B < ... < G, as Akka's
 //! `Member.ordering` has it for hosts a..g. The up-numbers are `TestAddresses`' (A 5, B 4, C 3,
-//! D 2, E 1, F 5, G 6); the model takes the oldest by (up-number, address) (downing.rs:188-192),
+//! D 2, E 1, F 5, G 6); the model takes the oldest by (up-number, address) (downing.rs:443-447),
 //! Akka's `Member.ageOrdering`: E is the oldest, and A counts as older than F. A member is written
 //! as its letter, with a suffix for Akka's status helpers: `j` Joining (up-number 0, the model's
 //! "not yet Up"), `l` Leaving, `x` Exiting, `d` Down; no suffix is Up. Roles, WeaklyUp and data
@@ -35,15 +35,15 @@
 //!
 //! # The deciding node
 //!
-//! Akka's strategy decides with a `self` that is none of A..G, so never unreachable nor
-//! indirectly connected. The model's `decide` depends on `me`: it keeps `me` on its own side, and
-//! when `me` is indirectly connected it downs only the indirectly connected (downing.rs:85-86,
-//! 120). So a side decides at its leader as the model picks it (gossip.rs `leader`): the lowest
-//! address among the side's live members that no record names unreachable, Up or Leaving first;
-//! the side's first-listed member when every member of the side is named. The resolver-actor
-//! cases ("Split Brain Resolver") decide at the case's own `self` (A unless the case says
-//! otherwise), on the records of its events and with no seen set (the actor never gets
-//! `SeenChanged`); their leadership, ticks and timers are the state machine's, not `decide`'s.
+//! Akka's strategy decides with a `self` that is none of A..G, so never in its own unreachable
+//! set. The model's `decide` takes `me` out of the unreachable set, as Akka's resolver does with
+//! its own node (SBR:491); otherwise the decision does not depend on who makes it. A side decides
+//! at its leader as the model picks it (gossip.rs `leader`): the lowest address among the side's
+//! live members that no record names unreachable, Up or Leaving first; the side's first-listed
+//! member when every member of the side is named. The resolver-actor cases ("Split Brain
+//! Resolver") decide at the case's own `self` (A unless the case says otherwise), on the records
+//! of its events and with no seen set (the actor never gets `SeenChanged`); their leadership,
+//! ticks and timers are the state machine's, not `decide`'s.
 //!
 //! # Expected values
 //!
@@ -51,11 +51,10 @@
 //! where the Scala test asserts it or it follows from the production code: DownUnreachable,
 //! DownReachable (`Outcome::DownOwnSide`), DownAll, DownIndirectlyConnected. Where a Scala test
 //! asserts only the decision, the downed set is the one `nodesToDown` gives for it (DS:260-285).
-//! Akka reports DownIndirectlyConnected whenever some members are indirectly connected and
-//! decides the rest in a second pass of `nodesToDown`; the model reports the strategy's decision
-//! between the clean sides and adds the indirectly connected (downing.rs:128-135), so where that
-//! second pass's decision is known it is the outcome asserted. Akka's DownUnreachable of nobody
-//! (nothing downable is unreachable) is the model's `Outcome::Nothing`.
+//! Akka decides DownIndirectlyConnected whenever some members are indirectly connected and
+//! decides the rest in a second pass of `nodesToDown` (DS:287-322); the model does the same, and
+//! its outcome is Akka's first decision. A second pass that is indirectly connected again makes
+//! Akka throw and its resolver down everyone (SBR:436-444): the model's `Outcome::DownAll`.
 //!
 //! # Departures
 //!
@@ -104,14 +103,14 @@ const DEPARTURES: &[(&str, &str, &str)] = &[
         "StaticQuorum",
         "down unreachable when enough reachable nodes with role",
         "Spec:204; the model has no SBR role: SbrStrategy (mod.rs:113-131) has no role field, \
-        and decide counts every member (downing.rs:148-172); Akka counts and picks among the \
+        and decide counts every member (downing.rs:230-243); Akka counts and picks among the \
         role's members only (DS:120-165)",
     ),
     (
         "KeepMajority",
         "down minority partition with role: {A*, B*} | {C, D*, E} => {A*, B*}",
         "Spec:295; the model has no SBR role: SbrStrategy (mod.rs:113-131) has no role field, \
-        and decide counts every member (downing.rs:148-172); Akka counts and picks among the \
+        and decide counts every member (downing.rs:230-243); Akka counts and picks among the \
         role's members only (DS:120-165)",
     ),
     (
@@ -119,21 +118,21 @@ const DEPARTURES: &[(&str, &str, &str)] = &[
         "keep half with lowest address with role when equal size partition: {A, D*, E} | {B, C*} \
         => {B, C*}",
         "Spec:301; the model has no SBR role: SbrStrategy (mod.rs:113-131) has no role field, \
-        and decide counts every member (downing.rs:148-172); Akka counts and picks among the \
+        and decide counts every member (downing.rs:230-243); Akka counts and picks among the \
         role's members only (DS:120-165)",
     ),
     (
         "KeepMajority",
         "down all when no node with role: {C} | {E} => {}",
         "Spec:309; the model has no SBR role: SbrStrategy (mod.rs:113-131) has no role field, \
-        and decide counts every member (downing.rs:148-172); Akka counts and picks among the \
+        and decide counts every member (downing.rs:230-243); Akka counts and picks among the \
         role's members only (DS:120-165)",
     ),
     (
         "KeepOldest",
         "keep partition with oldest with role",
         "Spec:608; the model has no SBR role: SbrStrategy (mod.rs:113-131) has no role field, \
-        and decide counts every member (downing.rs:148-172); Akka counts and picks among the \
+        and decide counts every member (downing.rs:230-243); Akka counts and picks among the \
         role's members only (DS:120-165)",
     ),
     (
@@ -172,14 +171,14 @@ const DEPARTURES: &[(&str, &str, &str)] = &[
         "Strategy",
         "add and remove members with default Member ordering",
         "Spec:968; the model has no strategy object to add members to: decide is a pure function \
-        of a GossipState (downing.rs:81), whose members map is keyed by address; Akka \
+        of a GossipState (downing.rs:104), whose members map is keyed by address; Akka \
         DS:181-203",
     ),
     (
         "Strategy",
         "add and remove members with oldest Member ordering",
         "Spec:978; the model has no strategy object to add members to: decide is a pure function \
-        of a GossipState (downing.rs:81), whose members map is keyed by address; Akka \
+        of a GossipState (downing.rs:104), whose members map is keyed by address; Akka \
         DS:181-203",
     ),
     (
@@ -1103,11 +1102,7 @@ fn keep_majority_must_down_indirectly_connected_a_bc_d_ef_g() {
 ///
 /// A -> B and A -> C form no cycle; Akka finds all three through the seen set
 /// (B and C have seen the gossip that records them unreachable).
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownOwnSide {A} where Akka downs
-/// {A, B, C}.
 #[test]
-#[ignore = "departure: no seen-based indirectly connected (Akka DS:239-254 vs downing.rs:100)"]
 fn keep_majority_must_down_indirectly_connected_detected_via_seen_abc() {
     let sides: Sides = &[&["A", "B", "C"]];
     assert_downing(&KEEP_MAJORITY, sides, &[('A', 'B'), ('A', 'C')], "ABC");
@@ -1117,11 +1112,7 @@ fn keep_majority_must_down_indirectly_connected_detected_via_seen_abc() {
 /// {E}".
 ///
 /// B <-> C is a cycle; A -> D is found through the seen set only.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {B, C, D} where
-/// Akka downs {A, B, C, D}.
 #[test]
-#[ignore = "departure: no seen-based indirectly connected (Akka DS:239-254 vs downing.rs:100)"]
 fn keep_majority_must_down_indirectly_connected_detected_via_seen_abcd_e() {
     let sides: Sides = &[&["A", "B", "C", "D", "E"]];
     assert_downing(
@@ -1135,13 +1126,12 @@ fn keep_majority_must_down_indirectly_connected_detected_via_seen_abcd_e() {
 /// KeepMajority, Spec:471: "down indirectly connected when combined with crashed: {(A, B), D, E} |
 /// {C} => {D, E}".
 ///
-/// A <-> B is indirectly connected and C crashed. The model decides at D
-/// (A and B are named unreachable) and reports the strategy's decision between the clean sides,
-/// which is Akka's inner pass: DownUnreachable {C}, plus {A, B}.
+/// A <-> B is indirectly connected and C crashed. The model decides at D (A and B are named
+/// unreachable): DownIndirectlyConnected, and the second pass without A <-> B downs C.
 #[test]
 fn keep_majority_must_down_indirectly_connected_when_combined_with_crashed_ab_d_e_c() {
     let sides: Sides = &[&["A", "B", "D", "E"], &["C"]];
-    assert_side(&KEEP_MAJORITY, sides, AB_CYCLE, 0, DU, "ABC");
+    assert_side(&KEEP_MAJORITY, sides, AB_CYCLE, 0, DIC, "ABC");
 }
 
 /// KeepMajority, Spec:480: "down indirectly connected when combined with clean partition:
@@ -1150,16 +1140,12 @@ fn keep_majority_must_down_indirectly_connected_when_combined_with_crashed_ab_d_
 /// (a) From {A, B, C} with B <-> C; (b) no indirect records, from {D, E}; (c) B <-> C again, from
 /// {D, E}. Akka's inner pass counts B and C as reachable in (a) (3 against 2) and as unreachable
 /// in (c) (records D -> B, D -> C remain).
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownOwnSide {A, B, C} where Akka
-/// downs {B, C, D, E}; from side 2 (at D) DownUnreachable {A, B, C} where Akka downs {B, C, D, E}.
 #[test]
-#[ignore = "departure: indirectly connected counted on no side (Akka DS:288 vs downing.rs:151)"]
 fn keep_majority_must_down_indirectly_connected_when_combined_with_clean_partition_a_bc_de() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E"]];
-    assert_side(&KEEP_MAJORITY, sides, BC_CYCLE, 0, DU, "BCDE");
+    assert_side(&KEEP_MAJORITY, sides, BC_CYCLE, 0, DIC, "BCDE");
     assert_side(&KEEP_MAJORITY, sides, NO_IC, 1, DR, "DE");
-    assert_side(&KEEP_MAJORITY, sides, BC_CYCLE, 1, DR, "BCDE");
+    assert_side(&KEEP_MAJORITY, sides, BC_CYCLE, 1, DIC, "BCDE");
 }
 
 /// KeepMajority, Spec:505: "down indirectly connected on minority side, when combined with clean
@@ -1181,17 +1167,12 @@ fn keep_majority_must_down_indirectly_connected_on_minority_side_with_clean_part
 /// (a) No indirect records, from the minority {A, B, C}; (b) D <-> E, from {A, B, C}: Akka's inner
 /// pass keeps A -> D, A -> E, so 3 against 4; (c) D <-> E, from {D, E, F, G} (observer D): 4
 /// against 3.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {D, E, F, G}
-/// where Akka downs {A, B, C, D, E}; from side 2 (at F) DownOwnSide {D, E, F, G} where Akka downs
-/// {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: indirectly connected counted on no side (Akka DS:288 vs downing.rs:151)"]
 fn keep_majority_must_down_indirectly_connected_on_majority_side_with_clean_partition() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E", "F", "G"]];
     assert_side(&KEEP_MAJORITY, sides, NO_IC, 0, ANY, "ABC");
-    assert_side(&KEEP_MAJORITY, sides, DE_CYCLE, 0, DR, "ABCDE");
-    assert_side(&KEEP_MAJORITY, sides, DE_CYCLE, 1, DU, "ABCDE");
+    assert_side(&KEEP_MAJORITY, sides, DE_CYCLE, 0, DIC, "ABCDE");
+    assert_side(&KEEP_MAJORITY, sides, DE_CYCLE, 1, DIC, "ABCDE");
 }
 
 /// KeepMajority, Spec:546: "down indirectly connected spanning across a clean partition:
@@ -1199,12 +1180,7 @@ fn keep_majority_must_down_indirectly_connected_on_majority_side_with_clean_part
 ///
 /// B -> E -> F -> B spans the cut. The records' observers are A (side 1) and D (side 2): the
 /// catalogue notes the result depends on them.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {B, D, E, F, G}
-/// where Akka downs {A, B, C, E, F}; from side 2 (at D) DownOwnSide {B, D, E, F, G} where Akka
-/// downs {A, B, C, E, F}.
 #[test]
-#[ignore = "departure: indirectly connected counted on no side (Akka DS:288 vs downing.rs:151)"]
 fn keep_majority_must_down_indirectly_connected_spanning_across_a_clean_partition() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E", "F", "G"]];
     assert_side(
@@ -1212,7 +1188,7 @@ fn keep_majority_must_down_indirectly_connected_spanning_across_a_clean_partitio
         sides,
         &[('B', 'E'), ('E', 'F'), ('F', 'B')],
         0,
-        DR,
+        DIC,
         "ABCEF",
     );
     assert_side(
@@ -1220,7 +1196,7 @@ fn keep_majority_must_down_indirectly_connected_spanning_across_a_clean_partitio
         sides,
         &[('B', 'E'), ('E', 'F'), ('F', 'B')],
         1,
-        DU,
+        DIC,
         "ABCEF",
     );
 }
@@ -1230,11 +1206,7 @@ fn keep_majority_must_down_indirectly_connected_spanning_across_a_clean_partitio
 ///
 /// (a) No indirect records, from {A, B, C}; (b) D -> E and G -> F from {D, E, F, G}: no cycle,
 /// Akka finds D, E, F, G through the seen set.
-///
-/// By our reading of `decide` the model gives: from side 2 (at D) DownOwnSide {D, G} where Akka
-/// downs {A, B, C, D, E, F, G}.
 #[test]
-#[ignore = "departure: no seen-based indirectly connected (Akka DS:239-254 vs downing.rs:100)"]
 fn keep_majority_must_down_indirectly_connected_detected_via_seen_with_clean_partition() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E", "F", "G"]];
     assert_side(&KEEP_MAJORITY, sides, NO_IC, 0, ANY, "ABC");
@@ -1243,7 +1215,7 @@ fn keep_majority_must_down_indirectly_connected_detected_via_seen_with_clean_par
         sides,
         &[('D', 'E'), ('G', 'F')],
         1,
-        DU,
+        DIC,
         "ABCDEFG",
     );
 }
@@ -1254,12 +1226,7 @@ fn keep_majority_must_down_indirectly_connected_detected_via_seen_with_clean_par
 /// D -> E and G -> F on both views. From {A, B, C} Akka's second decide is again indirectly
 /// connected and nodesToDown throws IllegalStateException (the test intercepts it); the resolver
 /// actor then downs all (SBR:437-444), which is what is asserted here.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {D, E, F, G}
-/// where Akka downs {A, B, C, D, E, F, G}; from side 2 (at D) DownOwnSide {D, G} where Akka downs
-/// {A, B, C, D, E, F, G}.
 #[test]
-#[ignore = "departure: no seen rule nor double-DIC down-all (Akka DS:239 vs downing.rs:100)"]
 fn keep_majority_must_double_down_indirectly_connected_before_clean_partition() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E", "F", "G"]];
     assert_side(
@@ -1311,7 +1278,7 @@ fn keep_oldest_must_keep_partition_with_oldest_in_two_nodes_cluster() {
 /// KeepOldest, Spec:627: "keep one single oldest".
 ///
 /// Only {A}, nothing unreachable: Akka decides DownUnreachable of nobody; the model makes no
-/// decision (downing.rs:87-94). Both down nobody.
+/// decision (downing.rs:107-114). Both down nobody.
 #[test]
 fn keep_oldest_must_keep_one_single_oldest() {
     let sides: Sides = &[&[], &["A"]];
@@ -1472,17 +1439,12 @@ fn keep_oldest_must_down_indirectly_connected_on_younger_side_with_clean_partiti
 ///
 /// (a) No indirect records, from {A, B, C}; (b) D <-> E, from {A, B, C}: Akka's inner pass keeps E
 /// (the oldest) unreachable; (c) D <-> E, from {D, E, F, G}.
-///
-/// By our reading of `decide` the model gives: from side 1 (at A) DownUnreachable {D, E, F, G}
-/// where Akka downs {A, B, C, D, E}; from side 2 (at F) DownOwnSide {D, E, F, G} where Akka downs
-/// {A, B, C, D, E}.
 #[test]
-#[ignore = "departure: indirectly connected not in oldest/counts (Akka DS:288 vs downing.rs:151)"]
 fn keep_oldest_must_down_indirectly_connected_on_oldest_side_with_clean_partition() {
     let sides: Sides = &[&["A", "B", "C"], &["D", "E", "F", "G"]];
     assert_side(&KEEP_OLDEST, sides, NO_IC, 0, ANY, "ABC");
     assert_side(&KEEP_OLDEST, sides, DE_CYCLE, 0, ANY, "ABCDE");
-    assert_side(&KEEP_OLDEST, sides, DE_CYCLE, 1, DU, "ABCDE");
+    assert_side(&KEEP_OLDEST, sides, DE_CYCLE, 1, DIC, "ABCDE");
 }
 
 /// DownAllNodes, Spec:811: "down all".
@@ -1587,11 +1549,7 @@ fn split_brain_resolver_must_down_indirectly_connected_ab_c() {
 ///
 /// Self A is indirectly connected with B, and C crashed (B -> C). Akka's inner pass keeps B -> C
 /// and downs C too.
-///
-/// By our reading of `decide` the model gives: at A DownIndirectlyConnected {A, B} where Akka
-/// downs {A, B, C}.
 #[test]
-#[ignore = "departure: decider that is IC downs only the IC (Akka DS:270-322 vs downing.rs:120)"]
 fn split_brain_resolver_must_down_indirectly_connected_when_combined_with_crashed_ab_d_e_c() {
     let members = &["A", "B", "C", "D", "E"];
     let records = &[('A', 'B'), ('B', 'A'), ('B', 'C')];
@@ -1603,11 +1561,7 @@ fn split_brain_resolver_must_down_indirectly_connected_when_combined_with_crashe
 ///
 /// (a) Self A with B <-> C and the cut to {D, E}: Akka's inner pass counts B and C as reachable, 3
 /// against 2. (b) A new resolver at D: 2 against 3.
-///
-/// By our reading of `decide` the model gives: at A DownOwnSide {A, B, C} where Akka downs
-/// {B, C, D, E}.
 #[test]
-#[ignore = "departure: indirectly connected counted on no side (Akka DS:288 vs downing.rs:151)"]
 fn split_brain_resolver_must_down_indirectly_connected_with_clean_partition_a_bc_de() {
     let members = &["A", "B", "C", "D", "E"];
     let records = &[
@@ -1649,10 +1603,7 @@ fn split_brain_resolver_must_down_indirectly_connected_with_partition_and_exitin
 /// exiting: {A, B, C, D} | {E-exiting, F} => {A, B, C, D}".
 ///
 /// E is Exiting and indirectly connected: Akka does not down it; the inner pass downs F.
-///
-/// By our reading of `decide` the model gives: at A DownUnreachable {E, F} where Akka downs {F}.
 #[test]
-#[ignore = "departure: Exiting members are downed (Akka DS:260-264 vs downing.rs:151)"]
 fn split_brain_resolver_must_down_indirectly_connected_with_partition_and_exiting_e() {
     let members = &["A", "B", "C", "D", "Ex", "F"];
     let records = &[

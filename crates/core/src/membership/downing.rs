@@ -11,13 +11,16 @@
 //! strategies follow Akka's `split-brain-resolver.md`, as the code decided before this module
 //! was split out.
 //!
-//! The counting follows Akka's `DowningStrategy.scala`: Up and Leaving members count, Joining
-//! ones are downed with their side but do not count, Exiting ones are neither counted nor
-//! downed; static quorum downs everyone when more than `quorum-size * 2 - 1` members count;
-//! keep-majority and keep-oldest look again at a decision to keep their side with the
-//! membership changes a partition may hide (this side without its Leaving, the other with its
-//! Joining) and down everyone when that look disagrees. `crates/core/tests/sbr_spec.rs` holds
-//! Akka's own unit cases against [`decide`], with the departures that remain.
+//! The decision is Akka's `DowningStrategy.scala` (akka/akka 9892c5e415), ported rule for rule:
+//! Up and Leaving members count, Joining ones are downed with their side but do not count,
+//! Exiting ones are neither counted nor downed; static quorum downs everyone when more than
+//! `quorum-size * 2 - 1` members count; keep-majority and keep-oldest look again at a decision
+//! to keep their side with the membership changes a partition may hide (this side without its
+//! Leaving, the other with its Joining) and down everyone when that look disagrees. Indirectly
+//! connected members (found through a cycle of unreachable records or through the seen set) are
+//! downed, and the rest decided a second time without the records between them; a second
+//! indirectly connected decision downs everyone. `crates/core/tests/sbr_spec.rs` holds Akka's
+//! own unit cases against [`decide`].
 //!
 //! Every strategy compares "this side" (the deciding node and the members it reaches) with
 //! "the unreachable side" (every unreachable member, however many partitions they are really
@@ -79,20 +82,29 @@ fn strategy_name(strategy: &SbrStrategy) -> &'static str {
     }
 }
 
-/// The split-brain resolver's decision at `me` under `strategy`, from `facts`: this side (`me`
-/// and every live member it does not see unreachable) against the unreachable side.
+/// The split-brain resolver's decision at `me` under `strategy`, from `facts`, as Akka's
+/// `DowningStrategy` makes it (`decide` then `nodesToDown`, DS:239-322 and 370-570 at akka/akka 9892c5e415):
 ///
-/// Indirectly connected members (observers of an unreachability that are themselves observed
-/// unreachable: one-way cuts, bridges) are downed, and the strategy decides only between the
-/// clean sides; when `me` is indirectly connected, or nobody clean is unreachable, only the
-/// indirectly connected are downed.
+/// - The strategy decides on this side (every counted member not unreachable) against the
+///   unreachable side, unless some members are indirectly connected, when the decision is
+///   `DownIndirectlyConnected` (DS:370-379, 406-409, 499-502).
+/// - Indirectly connected (DS:226-254): observers of an unreachability that are themselves
+///   observed unreachable (a cycle: one-way cuts, bridges), and both ends of a record whose
+///   subject has seen this gossip version (the gossip reached it through a third node).
+/// - `DownIndirectlyConnected` downs them, and, when some unreachable members are not among
+///   them, decides a second time without the records between them (and without records about
+///   members no longer downable), downing what that decides too; a second
+///   `DownIndirectlyConnected` downs everyone (DS:288-322, SBR:436-444).
+///
+/// The records are every unreachable one between members not yet removed, whatever the
+/// observer's status (the `ReachabilityChanged` event carries the gossip's whole reachability,
+/// ClusterEvent:622-626, filtered to unreachable records between members by `setReachability`,
+/// DS:213-219); the unreachable set is their subjects and the Down members (SBR:282:
+/// `MemberDowned` is taken as unreachable), never `me` (SBR:491).
 pub fn decide(strategy: &SbrStrategy, facts: &DowningFacts<'_>, me: NodeAddr) -> Decision {
-    // The deciding node is always on its own side: other observers' records about it
-    // (gossiped before a cut) must not move it to the other side (Akka's SBR decides from the
-    // local node's side).
-    let mut unreachable = facts.unreachable.clone();
-    unreachable.remove(&me);
-    if unreachable.is_empty() {
+    // The state machine decides once `stable-after` has passed on a live unreachable member
+    // other than this node: otherwise nothing to decide.
+    if facts.unreachable.iter().all(|a| *a == me) {
         return Decision {
             strategy: strategy_name(strategy),
             outcome: Outcome::Nothing,
@@ -100,231 +112,53 @@ pub fn decide(strategy: &SbrStrategy, facts: &DowningFacts<'_>, me: NodeAddr) ->
             downed: Vec::new(),
         };
     }
-    let gossip = facts.gossip;
-    // Static quorum with more members than `quorum-size * 2 - 1`: both sides of a split could
-    // keep a quorum, so Akka downs everyone, before looking at anything else
-    // (DowningStrategy.scala `StaticQuorum.decide`, `isTooManyMembers`: members counted as
-    // `membersWithRole`, so neither Joining, Exiting nor Down).
-    if let SbrStrategy::StaticQuorum { quorum_size } = strategy {
-        let members = gossip.members.iter().filter(|(_, m)| counts(m)).count();
-        let most = (2 * *quorum_size as usize).saturating_sub(1);
-        if members > most {
-            let all: Vec<NodeAddr> = gossip
-                .members
-                .iter()
-                .filter(|(_, m)| downable(m))
-                .map(|(a, _)| *a)
-                .collect();
-            return Decision {
-                strategy: strategy_name(strategy),
-                outcome: Outcome::DownAll,
-                text: format!(
-                    "{members} members, more than quorum {quorum_size} allows ({most}): down everyone"
+    let view = View::of(facts.gossip, me);
+    let first = view.decide(strategy);
+    let ic = view.indirectly_connected();
+    let (outcome, name, text, downed) = match first.kind {
+        Kind::DownIndirectlyConnected => {
+            let list: Vec<NodeAddr> = ic.iter().copied().collect();
+            match view.additional_when_indirectly_connected(strategy) {
+                Ok(None) => (
+                    Outcome::DownIndirectlyConnected,
+                    "indirectly-connected",
+                    format!("indirectly connected {list:?}: down them"),
+                    view.downable(&ic),
                 ),
-                downed: all,
-            };
-        }
-    }
-    // Down-all downs every downable member whatever the reachability says: Akka's
-    // `DownAllNodes.decide` is `DownAll` unconditionally, before (and instead of) any look at
-    // the indirectly connected (DowningStrategy.scala `DownAllNodes`).
-    if let SbrStrategy::DownAll = strategy {
-        return decide_clean(strategy, gossip, &unreachable, &BTreeSet::new());
-    }
-    // Akka SBR "indirectly connected" members: observers of an unreachability that are
-    // themselves observed unreachable (one-way cuts, bridges, stale records from before a
-    // cut). They are downed; the strategy decides only between the clean sides. Without this,
-    // a one-way cut 0 -> 1 lets 0 and 1 each keep a "majority" with node 2.
-    let full = gossip.unreachable();
-    let observers: BTreeSet<NodeAddr> = gossip
-        .reachability
-        .iter()
-        // Only records about live subjects: an observer of an already Down member (stale, e.g.
-        // a crashed node's old incarnation) is not indirectly connected.
-        .filter(|((_, subject), r)| r.unreachable && gossip.is_live(*subject))
-        .map(|((o, _), _)| *o)
-        .filter(|o| gossip.is_live(*o))
-        .collect();
-    let indirect: BTreeSet<NodeAddr> = observers
-        .intersection(&full)
-        .copied()
-        .filter(|a| gossip.is_live(*a))
-        .collect();
-    if indirect.is_empty() {
-        return decide_clean(strategy, gossip, &unreachable, &indirect);
-    }
-    let clean: BTreeSet<NodeAddr> = unreachable.difference(&indirect).copied().collect();
-    let list: Vec<NodeAddr> = indirect.iter().copied().collect();
-    if indirect.contains(&me) || clean.is_empty() {
-        return Decision {
-            strategy: "indirectly-connected",
-            outcome: Outcome::DownIndirectlyConnected,
-            text: format!("indirectly connected {list:?}: down them"),
-            downed: list,
-        };
-    }
-    let mut d = decide_clean(strategy, gossip, &clean, &indirect);
-    for a in list {
-        if !d.downed.contains(&a) {
-            d.downed.push(a);
-        }
-    }
-    d.text.push_str("; and down the indirectly connected");
-    d
-}
-
-/// Whether the resolver counts `m` on its side: Up and Leaving (Akka's `members`: neither
-/// Joining, WeaklyUp, Exiting, Down nor Removed).
-fn counts(m: &GossipMember) -> bool {
-    matches!(m.status, MemberStatus::Up | MemberStatus::Leaving)
-}
-
-/// Whether the resolver may down `m`: every live member but an Exiting one (Akka's
-/// `nodesToDown`: `members` without Down and Exiting, plus the joining).
-fn downable(m: &GossipMember) -> bool {
-    m.status < MemberStatus::Down && m.status != MemberStatus::Exiting
-}
-
-/// The strategy between this side and the clean `unreachable` side, `excluded` (the indirectly
-/// connected) counted on neither.
-fn decide_clean(
-    strategy: &SbrStrategy,
-    gossip: &GossipState,
-    unreachable: &BTreeSet<NodeAddr>,
-    excluded: &BTreeSet<NodeAddr>,
-) -> Decision {
-    // Akka SBR counts Up and Leaving members; Joining ones are downed with their side but do
-    // not count; Exiting ones are neither counted nor downed (DowningStrategy.scala `members`
-    // and `nodesToDown`'s `downable`).
-    let live: Vec<(NodeAddr, &GossipMember)> = gossip
-        .members
-        .iter()
-        .filter(|(a, m)| downable(m) && !excluded.contains(a))
-        .map(|(a, m)| (*a, m))
-        .collect();
-    let counted = |m: &GossipMember| counts(m);
-    let mine: Vec<NodeAddr> = live
-        .iter()
-        .filter(|(a, _)| !unreachable.contains(a))
-        .map(|(a, _)| *a)
-        .collect();
-    let theirs: Vec<NodeAddr> = live
-        .iter()
-        .filter(|(a, _)| unreachable.contains(a))
-        .map(|(a, _)| *a)
-        .collect();
-    let n_mine = live
-        .iter()
-        .filter(|(a, m)| !unreachable.contains(a) && counted(m))
-        .count();
-    let n_theirs = live
-        .iter()
-        .filter(|(a, m)| unreachable.contains(a) && counted(m))
-        .count();
-    // Akka's `members(includingPossiblyUp, excludingPossiblyExiting)`: Up always, Leaving unless
-    // it may be Exiting on the other side already, Joining when it may be Up there already.
-    let member_of = |m: &GossipMember, possibly_up: bool, possibly_exiting: bool| match m.status {
-        MemberStatus::Up => true,
-        MemberStatus::Leaving => !possibly_exiting,
-        MemberStatus::Joining => possibly_up,
-        _ => false,
-    };
-    // This side's (`here`) or the unreachable side's members in that sense.
-    let side = |here: bool, possibly_up: bool, possibly_exiting: bool| {
-        live.iter()
-            .filter(|(a, m)| {
-                unreachable.contains(a) != here && member_of(m, possibly_up, possibly_exiting)
-            })
-            .count()
-    };
-    let name = strategy_name(strategy);
-    // `edge`: Akka's second look at a decision to keep this side, counting the membership
-    // changes the partition may hide (`...WhenIncludingMembershipChangesEdgeCase`); when it
-    // concludes otherwise, or nobody is left to count, Akka downs everyone.
-    let (survive, edge, text) = match strategy {
-        SbrStrategy::KeepMajority => {
-            let total = n_mine + n_theirs;
-            // Tie: the side with the lowest address survives.
-            let lowest = live
-                .iter()
-                .filter(|(_, m)| counted(m))
-                .map(|(a, _)| *a)
-                .next();
-            let survive = 2 * n_mine > total
-                || (2 * n_mine == total && lowest.is_some_and(|l| !unreachable.contains(&l)));
-            // This side as small as it could be (no Leaving), the other as large (its Joining).
-            let edge = total == 0
-                || survive && {
-                    let lowest = live
-                        .iter()
-                        .find(|(_, m)| member_of(m, false, true))
-                        .map(|(a, _)| *a);
-                    let (here, there) = (side(true, false, true), side(false, true, false));
-                    let keep = lowest.is_some_and(|l| {
-                        here > there || (here == there && !unreachable.contains(&l))
-                    });
-                    !keep
-                };
-            (survive, edge, format!("{n_mine} of {total} on this side"))
-        }
-        SbrStrategy::KeepOldest { down_if_alone } => {
-            let alone = *down_if_alone;
-            let oldest_of = |possibly_exiting: bool| {
-                live.iter()
-                    .filter(|(_, m)| member_of(m, false, possibly_exiting) && m.up_number > 0)
-                    .min_by_key(|(a, m)| (m.up_number, *a))
-                    .map(|(a, _)| *a)
-            };
-            let keep = |oldest_here: bool, here: usize, there: usize| {
-                if oldest_here {
-                    !(alone && here == 1 && there > 1)
-                } else {
-                    alone && there == 1 && here > 1
+                Ok(Some((second, more))) => {
+                    let mut all = ic.clone();
+                    all.extend(more);
+                    (
+                        Outcome::DownIndirectlyConnected,
+                        "indirectly-connected",
+                        format!(
+                            "indirectly connected {list:?}: down them; without their records, {}",
+                            second.text
+                        ),
+                        view.downable(&all),
+                    )
                 }
-            };
-            let oldest = oldest_of(false);
-            let oldest_here = oldest.is_some_and(|o| !unreachable.contains(&o));
-            let survive = keep(oldest_here, n_mine, n_theirs);
-            // Without the Leaving (they may be Exiting there), with the Joining when down-if-alone
-            // (they may be Up there and change who is alone).
-            let edge = oldest.is_none()
-                || survive
-                    && oldest_of(true).is_none_or(|o| {
-                        let (here, there) = (side(true, alone, true), side(false, alone, true));
-                        !keep(!unreachable.contains(&o), here, there)
-                    });
-            let at = oldest.map_or("none".to_string(), |o| o.to_string());
-            (
-                survive,
-                edge,
-                format!(
-                    "oldest {at} {} (down-if-alone {down_if_alone})",
-                    if oldest_here { "here" } else { "there" }
+                Err(()) => (
+                    Outcome::DownAll,
+                    "indirectly-connected",
+                    format!(
+                        "indirectly connected {list:?}, and again without their records: down \
+                         everyone"
+                    ),
+                    view.nodes_to_down(Kind::DownAll),
                 ),
-            )
+            }
         }
-        SbrStrategy::StaticQuorum { quorum_size } => (
-            n_mine >= *quorum_size as usize,
-            false,
-            format!("{n_mine} on this side, quorum {quorum_size}"),
+        kind => (
+            match kind {
+                Kind::DownUnreachable => Outcome::DownUnreachable,
+                Kind::DownReachable => Outcome::DownOwnSide,
+                _ => Outcome::DownAll,
+            },
+            strategy_name(strategy),
+            first.text,
+            view.nodes_to_down(kind),
         ),
-        SbrStrategy::DownAll => (false, false, "down all".to_string()),
-    };
-    let (outcome, text, downed) = if let SbrStrategy::DownAll = strategy {
-        let all: Vec<NodeAddr> = live.iter().map(|(a, _)| *a).collect();
-        (Outcome::DownAll, format!("{text}: down everyone"), all)
-    } else if edge {
-        let all: Vec<NodeAddr> = live.iter().map(|(a, _)| *a).collect();
-        let why = "membership changing during the partition, down everyone";
-        (Outcome::DownAll, format!("{text}: {why}"), all)
-    } else if survive {
-        (
-            Outcome::DownUnreachable,
-            format!("{text}: down unreachable side"),
-            theirs,
-        )
-    } else {
-        (Outcome::DownOwnSide, format!("{text}: down own side"), mine)
     };
     Decision {
         strategy: name,
@@ -332,6 +166,333 @@ fn decide_clean(
         text,
         downed,
     }
+}
+
+/// Akka's `Decision`s without the lease's (DS:26-58).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[allow(clippy::enum_variant_names)] // Akka's names, to read beside DS:26-58.
+enum Kind {
+    DownUnreachable,
+    DownReachable,
+    DownAll,
+    DownIndirectlyConnected,
+}
+
+/// A strategy's decision with the words for it.
+struct Decided {
+    kind: Kind,
+    text: String,
+}
+
+/// What Akka's `DowningStrategy` holds (DS:62-220): the members and their statuses, the
+/// unreachable records and set, the seen set; rebuilt from one gossip state.
+struct View<'a> {
+    gossip: &'a GossipState,
+    /// Unreachable records (observer, subject) between members not removed.
+    records: BTreeSet<(NodeAddr, NodeAddr)>,
+    /// Akka's `_unreachable`.
+    unreachable: BTreeSet<NodeAddr>,
+}
+
+impl<'a> View<'a> {
+    fn of(gossip: &'a GossipState, me: NodeAddr) -> Self {
+        let known = |a: &NodeAddr| {
+            gossip
+                .members
+                .get(a)
+                .is_some_and(|m| m.status != MemberStatus::Removed)
+        };
+        let records: BTreeSet<(NodeAddr, NodeAddr)> = gossip
+            .reachability
+            .iter()
+            .filter(|((o, s), r)| r.unreachable && known(o) && known(s))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut unreachable: BTreeSet<NodeAddr> = records.iter().map(|(_, s)| *s).collect();
+        unreachable.extend(
+            gossip
+                .members
+                .iter()
+                .filter(|(_, m)| m.status == MemberStatus::Down)
+                .map(|(a, _)| *a),
+        );
+        unreachable.remove(&me);
+        View {
+            gossip,
+            records,
+            unreachable,
+        }
+    }
+
+    /// Akka's `members(includingPossiblyUp, excludingPossiblyExiting)` (DS:108-115), in address
+    /// order (`Member.ordering`): Up always, Leaving unless it may be Exiting on the other side
+    /// already, Joining when it may be Up there already; never Exiting, Down or Removed.
+    fn members(&self, possibly_up: bool, possibly_exiting: bool) -> Vec<(NodeAddr, &GossipMember)> {
+        self.gossip
+            .members
+            .iter()
+            .filter(|(_, m)| match m.status {
+                MemberStatus::Up => true,
+                MemberStatus::Leaving => !possibly_exiting,
+                MemberStatus::Joining => possibly_up,
+                _ => false,
+            })
+            .map(|(a, m)| (*a, m))
+            .collect()
+    }
+
+    /// How many of those are reachable (`here`) or unreachable.
+    fn side(&self, here: bool, possibly_up: bool, possibly_exiting: bool) -> usize {
+        self.members(possibly_up, possibly_exiting)
+            .iter()
+            .filter(|(a, _)| self.unreachable.contains(a) != here)
+            .count()
+    }
+
+    /// Akka's `indirectlyConnectedFromIntersectionOfObserversAndSubjects` (DS:243-247).
+    fn in_cycle(&self) -> BTreeSet<NodeAddr> {
+        let observers: BTreeSet<NodeAddr> = self.records.iter().map(|(o, _)| *o).collect();
+        let subjects: BTreeSet<NodeAddr> = self.records.iter().map(|(_, s)| *s).collect();
+        observers.intersection(&subjects).copied().collect()
+    }
+
+    /// Akka's `indirectlyConnectedFromSeenCurrentGossip` (DS:249-254).
+    fn through_seen(&self) -> BTreeSet<NodeAddr> {
+        self.records
+            .iter()
+            .filter(|(_, s)| self.gossip.seen.contains(s))
+            .flat_map(|(o, s)| [*o, *s])
+            .collect()
+    }
+
+    /// Akka's `indirectlyConnected` (DS:239-241).
+    fn indirectly_connected(&self) -> BTreeSet<NodeAddr> {
+        let mut ic = self.in_cycle();
+        ic.extend(self.through_seen());
+        ic
+    }
+
+    /// `set` restricted to the downable members (Akka's `nodesToDown` `downable`, DS:260-264:
+    /// Joining, Up and Leaving), in address order.
+    fn downable(&self, set: &BTreeSet<NodeAddr>) -> Vec<NodeAddr> {
+        self.gossip
+            .members
+            .iter()
+            .filter(|(a, m)| downable(m) && set.contains(a))
+            .map(|(a, _)| *a)
+            .collect()
+    }
+
+    /// Akka's `nodesToDown` for a decision other than `DownIndirectlyConnected` (DS:265-269).
+    fn nodes_to_down(&self, kind: Kind) -> Vec<NodeAddr> {
+        self.gossip
+            .members
+            .iter()
+            .filter(|(a, m)| {
+                downable(m)
+                    && match kind {
+                        Kind::DownUnreachable => self.unreachable.contains(a),
+                        Kind::DownReachable => !self.unreachable.contains(a),
+                        Kind::DownAll | Kind::DownIndirectlyConnected => true,
+                    }
+            })
+            .map(|(a, _)| *a)
+            .collect()
+    }
+
+    /// Akka's `additionalNodesToDownWhenIndirectlyConnected` (DS:288-322): `None` when every
+    /// unreachable member is indirectly connected; else the second decision, without the
+    /// records between the indirectly connected and those about members no longer downable,
+    /// and what it downs; `Err` when that decision is indirectly connected again (Akka throws,
+    /// and the resolver downs everyone, SBR:436-444).
+    fn additional_when_indirectly_connected(
+        &self,
+        strategy: &SbrStrategy,
+    ) -> Result<Option<(Decided, Vec<NodeAddr>)>, ()> {
+        let ic = self.indirectly_connected();
+        if self.unreachable.iter().all(|a| ic.contains(a)) {
+            return Ok(None);
+        }
+        let downable_set: BTreeSet<NodeAddr> = self
+            .gossip
+            .members
+            .iter()
+            .filter(|(_, m)| downable(m))
+            .map(|(a, _)| *a)
+            .collect();
+        let (cycle, seen) = (self.in_cycle(), self.through_seen());
+        let records: BTreeSet<(NodeAddr, NodeAddr)> = self
+            .records
+            .iter()
+            .filter(|(o, s)| {
+                downable_set.contains(o)
+                    && downable_set.contains(s)
+                    && !(cycle.contains(o) && cycle.contains(s)
+                        || seen.contains(o) && seen.contains(s))
+            })
+            .copied()
+            .collect();
+        let unreachable = records.iter().map(|(_, s)| *s).collect();
+        let second = View {
+            gossip: self.gossip,
+            records,
+            unreachable,
+        };
+        let d = second.decide(strategy);
+        if d.kind == Kind::DownIndirectlyConnected {
+            return Err(());
+        }
+        let more = second.nodes_to_down(d.kind);
+        Ok(Some((d, more)))
+    }
+
+    /// The strategy's `decide` (DS:370-570).
+    fn decide(&self, strategy: &SbrStrategy) -> Decided {
+        let decided = |kind: Kind, text: String| Decided { kind, text };
+        let has_ic = !self.indirectly_connected().is_empty();
+        let ic = || decided(Kind::DownIndirectlyConnected, String::new());
+        // The words for a decision the strategy names.
+        let said = |kind: Kind, text: String| {
+            let how = match kind {
+                Kind::DownUnreachable => "down unreachable side",
+                Kind::DownReachable => "down own side",
+                _ => "membership changing during the partition, down everyone",
+            };
+            decided(kind, format!("{text}: {how}"))
+        };
+        // Akka's second look at a decision to keep this side, counting the membership changes
+        // the partition may hide (`...WhenIncludingMembershipChangesEdgeCase`): a different
+        // conclusion downs everyone.
+        let confirmed = |first: Kind, edge: Kind| {
+            if first == Kind::DownUnreachable && edge != Kind::DownUnreachable {
+                Kind::DownAll
+            } else {
+                first
+            }
+        };
+        match strategy {
+            SbrStrategy::DownAll => decided(Kind::DownAll, "down all: down everyone".into()),
+            SbrStrategy::StaticQuorum { quorum_size } => {
+                // DS:370-379: more than `quorum-size * 2 - 1` members: both sides of a split
+                // could keep a quorum, so everyone is downed, before anything else.
+                let members = self.members(false, false).len();
+                let most = (2 * *quorum_size as usize).saturating_sub(1);
+                if members > most {
+                    return decided(
+                        Kind::DownAll,
+                        format!(
+                            "{members} members, more than quorum {quorum_size} allows ({most}): \
+                             down everyone"
+                        ),
+                    );
+                }
+                if has_ic {
+                    return ic();
+                }
+                let here = self.side(true, false, false);
+                let kind = if here >= *quorum_size as usize {
+                    Kind::DownUnreachable
+                } else {
+                    Kind::DownReachable
+                };
+                said(kind, format!("{here} on this side, quorum {quorum_size}"))
+            }
+            SbrStrategy::KeepMajority => {
+                if has_ic {
+                    return ic();
+                }
+                // DS:406-460.
+                let majority = |here: usize, there: usize, lowest: NodeAddr| {
+                    if here == there {
+                        if self.unreachable.contains(&lowest) {
+                            Kind::DownReachable
+                        } else {
+                            Kind::DownUnreachable
+                        }
+                    } else if here > there {
+                        Kind::DownUnreachable
+                    } else {
+                        Kind::DownReachable
+                    }
+                };
+                let ms = self.members(false, false);
+                let (here, total) = (self.side(true, false, false), ms.len());
+                let text = format!("{here} of {total} on this side");
+                let Some(&(lowest, _)) = ms.first() else {
+                    return said(Kind::DownAll, text);
+                };
+                let first = majority(here, self.side(false, false, false), lowest);
+                // This side as small as it could be (no Leaving), the other as large (its
+                // Joining).
+                let edge = match self.members(false, true).first() {
+                    None => Kind::DownAll,
+                    Some(&(lowest, _)) => majority(
+                        self.side(true, false, true),
+                        self.side(false, true, false),
+                        lowest,
+                    ),
+                };
+                said(confirmed(first, edge), text)
+            }
+            SbrStrategy::KeepOldest { down_if_alone } => {
+                if has_ic {
+                    return ic();
+                }
+                // DS:499-560, oldest first by `Member.ageOrdering` (up-number, then address).
+                let alone = *down_if_alone;
+                let oldest_of = |possibly_exiting: bool| {
+                    self.members(false, possibly_exiting)
+                        .into_iter()
+                        .min_by_key(|(a, m)| (m.up_number, *a))
+                        .map(|(a, _)| a)
+                };
+                let decision = |oldest_here: bool, here: usize, there: usize| {
+                    let keep = if oldest_here {
+                        !(alone && here == 1 && there >= 2)
+                    } else {
+                        alone && there == 1 && here >= 2
+                    };
+                    if keep {
+                        Kind::DownUnreachable
+                    } else {
+                        Kind::DownReachable
+                    }
+                };
+                let oldest = oldest_of(false);
+                let oldest_here = oldest.is_some_and(|o| !self.unreachable.contains(&o));
+                let at = oldest.map_or("none".to_string(), |o| o.to_string());
+                let text = format!(
+                    "oldest {at} {} (down-if-alone {alone})",
+                    if oldest_here { "here" } else { "there" }
+                );
+                if oldest.is_none() {
+                    return said(Kind::DownAll, text);
+                }
+                let first = decision(
+                    oldest_here,
+                    self.side(true, false, false),
+                    self.side(false, false, false),
+                );
+                // Without the Leaving (they may be Exiting there), with the Joining when
+                // down-if-alone (they may be Up there and change who is alone).
+                let edge = match oldest_of(true) {
+                    None => Kind::DownAll,
+                    Some(o) => decision(
+                        !self.unreachable.contains(&o),
+                        self.side(true, alone, true),
+                        self.side(false, alone, true),
+                    ),
+                };
+                said(confirmed(first, edge), text)
+            }
+        }
+    }
+}
+
+/// Whether the resolver may down `m`: every live member but an Exiting one (Akka's
+/// `nodesToDown`: `members` without Down and Exiting, plus the joining).
+fn downable(m: &GossipMember) -> bool {
+    m.status < MemberStatus::Down && m.status != MemberStatus::Exiting
 }
 
 #[cfg(test)]
@@ -473,14 +634,15 @@ mod tests {
     /// - Down-all downs everyone wherever anything is unreachable, indirectly connected members
     ///   or not (Akka's `DownAllNodes` decides `DownAll` unconditionally).
     /// - Indirectly connected (observers of an unreachability that are themselves observed
-    ///   unreachable: 2x3, 4x01, mixed) are downed by every other strategy, and
-    ///   when nobody clean is unreachable (2x3, 4x01) or the viewer is one of them, only they
-    ///   are. In 4x01, 4 is reachable from 2 and 3 but not from 0 and 1: all three are
-    ///   indirectly connected, 2 and 3 survive.
+    ///   unreachable: 2x3, 4x01, mixed) are downed by every other strategy, and when nobody
+    ///   else is unreachable (2x3, 4x01) only they are, wherever the viewer is. In 4x01, 4 is
+    ///   reachable from 2 and 3 but not from 0 and 1: all three are indirectly connected, 2
+    ///   and 3 survive.
     /// - A one-way cut (2>3) with no record about the observer is a clean 4|1 for everyone
     ///   but the subject, which sees nothing unreachable but itself: no decision.
-    /// - In "mixed" the strategy decides between the clean sides {0, 3} and {4} (1 and 2
-    ///   excluded, so static-quorum 3 is out of reach and {0, 3} downs itself).
+    /// - In "mixed" Akka downs the indirectly connected 1 and 2 and decides a second time
+    ///   without the records between them (DS:288-322): 1 and 2 are then reachable and count
+    ///   on this side, 4 against 1, and the crashed 4 is downed too.
     #[test]
     fn decide_table() {
         type Row = (&'static str, u32, [&'static [u32]; 5]);
@@ -512,8 +674,8 @@ mod tests {
             ("4x01",    0, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  ALL]),
             ("4x01",    2, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  ALL]),
             ("4x01",    4, [&[0, 1, 4],    &[0, 1, 4],     &[0, 1, 4],     &[0, 1, 4],  ALL]),
-            ("mixed",   0, [&[1, 2, 4],    &[1, 2, 4],     &[1, 2, 4],     &[0, 1, 2, 3], ALL]),
-            ("mixed",   1, [&[1, 2],       &[1, 2],        &[1, 2],        &[1, 2],     ALL]),
+            ("mixed",   0, [&[1, 2, 4],    &[1, 2, 4],     &[1, 2, 4],     &[1, 2, 4],  ALL]),
+            ("mixed",   1, [&[1, 2, 4],    &[1, 2, 4],     &[1, 2, 4],     &[1, 2, 4],  ALL]),
         ];
         for &(net, viewer, expected) in rows {
             for (strategy, want) in STRATEGIES.iter().zip(expected) {
@@ -649,24 +811,29 @@ mod tests {
               NodeAddr { node: NodeId(3), inc: NodeInc(1) }]: down them",
                 &[2, 3],
             ),
-            // The strategy's side first, then the indirectly connected.
+            // The indirectly connected, and the second decision without their records, in
+            // address order.
             (
                 km,
                 "mixed",
                 0,
-                "keep-majority",
-                Outcome::DownUnreachable,
-                "2 of 3 on this side: down unreachable side; and down the indirectly connected",
-                &[4, 1, 2],
+                "indirectly-connected",
+                Outcome::DownIndirectlyConnected,
+                "indirectly connected [NodeAddr { node: NodeId(1), inc: NodeInc(1) }, \
+              NodeAddr { node: NodeId(2), inc: NodeInc(1) }]: down them; without their records, \
+              4 of 5 on this side: down unreachable side",
+                &[1, 2, 4],
             ),
             (
                 &STRATEGIES[3],
                 "mixed",
                 0,
-                "static-quorum",
-                Outcome::DownOwnSide,
-                "2 on this side, quorum 3: down own side; and down the indirectly connected",
-                &[0, 3, 1, 2],
+                "indirectly-connected",
+                Outcome::DownIndirectlyConnected,
+                "indirectly connected [NodeAddr { node: NodeId(1), inc: NodeInc(1) }, \
+              NodeAddr { node: NodeId(2), inc: NodeInc(1) }]: down them; without their records, \
+              4 on this side, quorum 3: down unreachable side",
+                &[1, 2, 4],
             ),
             (
                 km,
@@ -690,12 +857,15 @@ mod tests {
         }
     }
 
-    /// Members already Down or Removed are on neither side, and records about them make no
-    /// one indirectly connected (a crashed node's old incarnation).
+    /// Members already Down or Removed are on neither side. A record about a Down member still
+    /// counts until the member is removed, as in Akka (its `setReachability` keeps records
+    /// between members it holds, and it holds a Down member until `MemberRemoved`, DS:213-219,
+    /// SBR:605-612): its observer, itself unreachable, is indirectly connected. A record about a
+    /// Removed member counts for nothing.
     #[test]
     fn down_and_removed_members_do_not_count() {
         let mut g = view("2|3", 0);
-        // 4 is Down (downed earlier); 3 observed it before: a stale record, not a bridge.
+        // 4 is Down (downed earlier); 3 observed it before.
         g.members.get_mut(&addr(4)).expect("member").status = MemberStatus::Down;
         g.reachability.insert(
             (addr(3), addr(4)),
@@ -710,10 +880,15 @@ mod tests {
             gossip: &g,
             unreachable: &unreachable,
         };
-        // 2 of 4: a tie, and node 0 (lowest address) is here.
+        // 3 is indirectly connected; without its records, 2 of 4: a tie, and node 0 (lowest
+        // address) is here.
         let d = decide(&SbrStrategy::KeepMajority, &facts, addr(0));
         assert_eq!(d.downed, addrs(&[2, 3]), "{d:?}");
-        assert_eq!(d.text, "2 of 4 on this side: down unreachable side");
+        assert_eq!(
+            d.text,
+            "indirectly connected [NodeAddr { node: NodeId(3), inc: NodeInc(1) }]: down them; \
+             without their records, 2 of 4 on this side: down unreachable side"
+        );
         // The viewer in its own unreachable set (a record gossiped before the cut) stays on
         // its own side.
         let mut with_me = unreachable.clone();
@@ -723,6 +898,15 @@ mod tests {
             unreachable: &with_me,
         };
         assert_eq!(decide(&SbrStrategy::KeepMajority, &facts, addr(0)), d);
+        // Once 4 is removed its records count for nothing: a clean 2 of 4.
+        g.members.get_mut(&addr(4)).expect("member").status = MemberStatus::Removed;
+        let facts = DowningFacts {
+            gossip: &g,
+            unreachable: &unreachable,
+        };
+        let d = decide(&SbrStrategy::KeepMajority, &facts, addr(0));
+        assert_eq!(d.downed, addrs(&[2, 3]), "{d:?}");
+        assert_eq!(d.text, "2 of 4 on this side: down unreachable side");
     }
 
     /// Akka `KeepOldest.oldestDecision`: down-if-alone downs the oldest only when it is alone
