@@ -94,6 +94,7 @@ impl GenConfig {
                 strategy: SbrStrategy::KeepMajority,
                 stable_after_ms: stable,
                 down_removal_margin_ms: margin,
+                down_all_when_unstable: Default::default(),
             },
             ..MembershipConfig::default()
         };

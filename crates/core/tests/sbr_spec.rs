@@ -281,17 +281,23 @@ const DEPARTURES: &[(&str, &str, &str)] = &[
     (
         "Split Brain Resolver",
         "down all when unstable, scenario 1",
-        "Spec:1557; down-all-when-unstable (SBR:196-206, 304-321) is not modelled",
+        "Spec:1557; the timing of down-all-when-unstable (SBR:196-205, 298-321), which is the \
+        state machine's (membership/mod.rs `down_all_when_unstable`, tested in membership/tests.rs \
+        `sbr_downs_everyone_when_reachability_stays_unstable`), not decide's",
     ),
     (
         "Split Brain Resolver",
         "down all when unstable, scenario 2",
-        "Spec:1587; down-all-when-unstable (SBR:196-206, 304-321) is not modelled",
+        "Spec:1587; the timing of down-all-when-unstable (SBR:196-205, 298-321), which is the \
+        state machine's (membership/mod.rs `down_all_when_unstable`, tested in membership/tests.rs \
+        `sbr_downs_everyone_when_reachability_stays_unstable`), not decide's",
     ),
     (
         "Split Brain Resolver",
         "not down all when becoming stable again",
-        "Spec:1629; down-all-when-unstable (SBR:196-206, 304-321) is not modelled",
+        "Spec:1629; the timing of down-all-when-unstable (SBR:196-205, 298-321), which is the \
+        state machine's (membership/mod.rs `down_all_when_unstable`, tested in membership/tests.rs \
+        `sbr_downs_everyone_when_reachability_stays_unstable`), not decide's",
     ),
     (
         "Split Brain Resolver",

@@ -1043,12 +1043,14 @@ mod tests {
 
     #[test]
     fn a_downing_block_that_omits_keys_takes_akkas_defaults() {
-        use shardsim_core::membership::{DowningProvider, SbrStrategy};
-        let sbr = |stable, margin| DowningProvider::SplitBrainResolver {
+        use shardsim_core::membership::{DownAllWhenUnstable, DowningProvider, SbrStrategy};
+        let with = |stable, margin, unstable| DowningProvider::SplitBrainResolver {
             strategy: SbrStrategy::KeepMajority,
             stable_after_ms: stable,
             down_removal_margin_ms: margin,
+            down_all_when_unstable: unstable,
         };
+        let sbr = |stable, margin| with(stable, margin, DownAllWhenUnstable::Off);
         let head = "name = \"a\"\n[cluster]\nnodes = 2\n[membership.downing]\n\
                     provider = \"split-brain-resolver\"\nstrategy = \"keep-majority\"\n";
         let s = parse(head).unwrap();
@@ -1058,6 +1060,27 @@ mod tests {
         assert_eq!(s.membership.downing, sbr(7_000, 7_000));
         let s = parse(&format!("{head}down-removal-margin-ms = 0\n")).unwrap();
         assert_eq!(s.membership.downing, sbr(20_000, 0));
+        // down-all-when-unstable: "on" (Akka's default), "off" (the model's, for now), or
+        // milliseconds above 0.
+        for (value, want) in [
+            ("\"on\"", DownAllWhenUnstable::On),
+            ("\"off\"", DownAllWhenUnstable::Off),
+            ("15000", DownAllWhenUnstable::AfterMs(15_000)),
+        ] {
+            let s = parse(&format!("{head}down-all-when-unstable = {value}\n")).unwrap();
+            assert_eq!(s.membership.downing, with(20_000, 20_000, want), "{value}");
+        }
+        for bad in ["0", "-5", "\"sometimes\""] {
+            let e = parse(&format!("{head}down-all-when-unstable = {bad}\n")).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("down-all-when-unstable") || text.contains("\"on\", \"off\""),
+                "{bad}: {text}"
+            );
+        }
+        assert_eq!(DownAllWhenUnstable::On.resolve_ms(20_000), 15_000);
+        assert_eq!(DownAllWhenUnstable::On.resolve_ms(4_000), 4_000);
+        assert_eq!(DownAllWhenUnstable::Off.resolve_ms(20_000), 0);
     }
 
     #[test]

@@ -209,15 +209,6 @@ impl GossipState {
             .collect()
     }
 
-    /// The members that are neither Down nor Removed.
-    pub(super) fn live(&self) -> BTreeSet<NodeAddr> {
-        self.members
-            .iter()
-            .filter(|(_, m)| m.status < MemberStatus::Down)
-            .map(|(a, _)| *a)
-            .collect()
-    }
-
     /// The members, Removed excluded, sorted by (up-number, node): oldest first, Joining
     /// members (up-number `u32::MAX`, Akka's `Int.MaxValue`) last.
     pub(super) fn member_list(&self) -> Vec<Member> {

@@ -166,7 +166,92 @@ pub enum DowningProvider {
         /// a scenario that omits it: see [`MembershipConfig::resolve_defaults`]).
         #[serde(default = "margin_of_stable_after")]
         down_removal_margin_ms: u64,
+        /// Down every member when reachability keeps changing for `stable-after` plus this
+        /// long (`down-all-when-unstable`). Akka's default is on; the model's is off until
+        /// every scenario has been judged under it.
+        #[serde(default)]
+        down_all_when_unstable: DownAllWhenUnstable,
     },
+}
+
+/// Akka's `split-brain-resolver.down-all-when-unstable` (reference.conf, "on" by default):
+/// when reachability has kept changing for `stable-after` plus this long since the first change
+/// without a decision, every node downs every member (SplitBrainResolver.scala `tick`,
+/// SBR:298-321). Written `"on"`, `"off"` or a number of milliseconds above 0.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum DownAllWhenUnstable {
+    /// 3/4 of `stable-after`, at least 4 s (SplitBrainResolverSettings.scala, SET:55-68):
+    /// Akka's default.
+    On,
+    /// Never (Akka's `off`). The model's default for now, not Akka's: the scenarios are still
+    /// to be judged under Akka's default.
+    #[default]
+    Off,
+    /// After this many milliseconds.
+    AfterMs(u64),
+}
+
+impl DownAllWhenUnstable {
+    /// The duration in ms under `stable-after`, 0 when off (SET:55-68).
+    pub fn resolve_ms(self, stable_after_ms: u64) -> u64 {
+        match self {
+            DownAllWhenUnstable::On => (stable_after_ms * 3 / 4).max(4_000),
+            DownAllWhenUnstable::Off => 0,
+            DownAllWhenUnstable::AfterMs(ms) => ms,
+        }
+    }
+}
+
+impl Serialize for DownAllWhenUnstable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DownAllWhenUnstable::On => s.serialize_str("on"),
+            DownAllWhenUnstable::Off => s.serialize_str("off"),
+            DownAllWhenUnstable::AfterMs(ms) => s.serialize_u64(*ms),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DownAllWhenUnstable {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = DownAllWhenUnstable;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"on\", \"off\" or a number of milliseconds above 0")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                match v {
+                    "on" => Ok(DownAllWhenUnstable::On),
+                    "off" => Ok(DownAllWhenUnstable::Off),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                if v == 0 {
+                    return Err(E::invalid_value(serde::de::Unexpected::Unsigned(0), &self));
+                }
+                Ok(DownAllWhenUnstable::AfterMs(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Akka's `ReachabilityChangedStats` (SBR:75-85): when the resolver first and last saw a
+/// reachability change (an unreachable, reachable or downed member) since the stats were last
+/// reset, and how many; `count == 0` is empty.
+#[derive(Clone, Copy, Debug, Default)]
+struct ChangeStats {
+    first: Instant,
+    latest: Instant,
+    count: u64,
 }
 
 /// Akka's `split-brain-resolver.stable-after`.
@@ -471,9 +556,18 @@ pub struct Membership {
     down_seen_at: BTreeMap<NodeAddr, Instant>,
     /// Since when each member has been unreachable (for auto-down).
     unreachable_since: BTreeMap<NodeAddr, Instant>,
-    /// Last change of the unreachable set or the member set (for SBR `stable-after`).
+    /// The resolver's stable deadline minus `stable-after`: the last event that resets it
+    /// (SBR `mutateMemberInfo(resetStable = true)`).
     stable_since: Instant,
-    last_unstable_key: (BTreeSet<NodeAddr>, BTreeSet<NodeAddr>),
+    /// The live unreachable members other than this node: a resolver decision waits for one.
+    unreachable_live: BTreeSet<NodeAddr>,
+    /// The subjects of unreachable records the resolver last saw (for its Unreachable and
+    /// Reachable events).
+    sbr_subjects: BTreeSet<NodeAddr>,
+    /// The member statuses the resolver last saw (for its Up, Exited and Downed events).
+    sbr_statuses: BTreeMap<NodeAddr, MemberStatus>,
+    /// The resolver's reachability changes, for `down-all-when-unstable`.
+    changes: ChangeStats,
     last_members: Vec<Member>,
     last_status: BTreeMap<NodeAddr, MemberStatus>,
     last_leader: Option<NodeAddr>,
@@ -507,7 +601,10 @@ impl Membership {
             down_seen_at: BTreeMap::new(),
             unreachable_since: BTreeMap::new(),
             stable_since: Instant::ZERO,
-            last_unstable_key: (BTreeSet::new(), BTreeSet::new()),
+            unreachable_live: BTreeSet::new(),
+            sbr_subjects: BTreeSet::new(),
+            sbr_statuses: BTreeMap::new(),
+            changes: ChangeStats::default(),
             last_members: Vec::new(),
             last_status: BTreeMap::new(),
             last_leader: None,
@@ -763,7 +860,8 @@ impl Membership {
                 if self.joined {
                     // Refresh the stability bookkeeping before deciding on it.
                     self.track_unreachable(now);
-                    if self.is_leader() {
+                    let downed_all = self.down_all_when_unstable(now, out);
+                    if !downed_all && self.is_leader() {
                         self.leader_actions(now, out);
                     }
                     // ClusterDaemon `gossipTick`: one round, and two speed-up rounds at 1/3
@@ -1254,13 +1352,157 @@ impl Membership {
         for a in &unreachable {
             self.unreachable_since.entry(*a).or_insert(now);
         }
-        let live = self.gossip.live();
-        // Akka SBR: any change of membership or reachability restarts `stable-after`.
-        let key = (unreachable, live);
-        if key != self.last_unstable_key {
-            self.last_unstable_key = key;
+        self.unreachable_live = unreachable;
+        self.unreachable_live.remove(&self.me);
+        self.track_resolver_events(now);
+    }
+
+    /// The cluster events Akka's resolver takes (SBR:274-291), from the change of this node's
+    /// view since it last looked: a member newly the subject of an unreachable record
+    /// (`UnreachableMember`, from the whole reachability: ClusterEvent:459-472), one no longer
+    /// (`ReachableMember`, ClusterEvent:478-491), one newly Down (`MemberDowned`, taken as
+    /// unreachable), none of them this node (SBR:491, 504), each counted as a reachability
+    /// change; and a member newly Up or Exiting. Each of these restarts `stable-after`
+    /// (`mutateMemberInfo(resetStable = true)`: addUp, exited, unreachableMember,
+    /// reachableMember); a join, a leave or a removal does not. The change counts are cleared
+    /// when no Up or Leaving member is unreachable any more
+    /// (`resetReachabilityChangedStatsIfAllUnreachableDowned`, SBR:200-205).
+    fn track_resolver_events(&mut self, now: Instant) {
+        let g = &self.gossip;
+        let known = |a: &NodeAddr| {
+            g.members
+                .get(a)
+                .is_some_and(|m| m.status != MemberStatus::Removed)
+        };
+        let subjects: BTreeSet<NodeAddr> = g
+            .reachability
+            .iter()
+            .filter(|((o, s), r)| r.unreachable && known(o) && known(s) && *s != self.me)
+            .map(|((_, s), _)| *s)
+            .collect();
+        let statuses: BTreeMap<NodeAddr, MemberStatus> = g
+            .members
+            .iter()
+            .filter(|(_, m)| m.status != MemberStatus::Removed)
+            .map(|(a, m)| (*a, m.status))
+            .collect();
+        let mut changed = subjects.difference(&self.sbr_subjects).count()
+            + self
+                .sbr_subjects
+                .difference(&subjects)
+                .filter(|a| statuses.contains_key(a))
+                .count();
+        let mut reset = changed > 0;
+        for (a, st) in &statuses {
+            if self.sbr_statuses.get(a) == Some(st) {
+                continue;
+            }
+            match st {
+                MemberStatus::Up | MemberStatus::Exiting => reset = true,
+                MemberStatus::Down if *a != self.me => {
+                    changed += 1;
+                    reset = true;
+                }
+                _ => {}
+            }
+        }
+        if changed > 0 {
+            if self.changes.count == 0 {
+                self.changes.first = now;
+            }
+            self.changes.latest = now;
+            self.changes.count += changed as u64;
+        }
+        if reset {
             self.stable_since = now;
         }
+        let all_downed = !subjects.iter().any(|a| {
+            matches!(
+                statuses.get(a),
+                Some(MemberStatus::Up | MemberStatus::Leaving)
+            )
+        });
+        if all_downed {
+            self.changes.count = 0;
+        }
+        self.sbr_subjects = subjects;
+        self.sbr_statuses = statuses;
+    }
+
+    /// Akka's resolver `tick` before its decision (SBR:298-321), on every node: reachability
+    /// that has kept changing for `stable-after + down-all-when-unstable` since the first
+    /// change downs every member; with `down-all-when-unstable` off, the counts are cleared
+    /// after twice `stable-after` without a change. Whether it downed.
+    fn down_all_when_unstable(&mut self, now: Instant, out: &mut Vec<MOutput>) -> bool {
+        let DowningProvider::SplitBrainResolver {
+            stable_after_ms,
+            down_all_when_unstable,
+            ..
+        } = self.cfg.downing
+        else {
+            return false;
+        };
+        if self.changes.count == 0 {
+            return false;
+        }
+        let after = down_all_when_unstable.resolve_ms(stable_after_ms);
+        if after > 0 && now - self.changes.first > ms(stable_after_ms + after) {
+            // `actOnDecision(DownAll)`: every downable member (DS:260-268).
+            let downed: Vec<NodeAddr> = self
+                .gossip
+                .members
+                .iter()
+                .filter(|(_, m)| m.status < MemberStatus::Down && m.status != MemberStatus::Exiting)
+                .map(|(a, _)| *a)
+                .collect();
+            let text = format!(
+                "reachability changing for {} ms since the first change, over stable-after \
+                 {stable_after_ms} ms + {after} ms: down everyone",
+                (now - self.changes.first).0 / 1_000
+            );
+            self.act_on_decision(now, "down-all-when-unstable", text, downed, out);
+            return true;
+        }
+        if after == 0 && now - self.changes.latest > ms(2 * stable_after_ms) {
+            self.changes.count = 0;
+        }
+        false
+    }
+
+    /// Akka's `actOnDecision` (SBR:436-460): down the members (this node last), then restart
+    /// `stable-after` and clear the change counts when anyone was downed.
+    fn act_on_decision(
+        &mut self,
+        now: Instant,
+        name: &str,
+        decision: String,
+        downed: Vec<NodeAddr>,
+        out: &mut Vec<MOutput>,
+    ) {
+        let reason = format!("sbr: {name}: {decision}");
+        // The SBR downs through `cluster.down`, i.e. ClusterDaemon `downing` for each,
+        // this node last (SplitBrainResolverBase `actOnDecision`: "down selfAddress
+        // last, since it may shutdown itself if down alone"): its farewell gossip then
+        // carries every member it downed. Downing itself first sent a farewell that
+        // showed only itself Down; the others it downed (and stopped by their STONITH
+        // gossip) stayed Up in the survivors' views, their stale unreachable records
+        // made the survivors look indirectly connected, and the survivors downed
+        // themselves (swarm-keep-majority seed 178786).
+        let (others, this): (Vec<NodeAddr>, Vec<NodeAddr>) =
+            downed.iter().partition(|a| **a != self.me);
+        for a in others.iter().chain(this.iter()) {
+            self.set_status(*a, MemberStatus::Down, Some(reason.clone()));
+            self.gossip_after_down(*a, out);
+        }
+        if !downed.is_empty() {
+            self.changes.count = 0;
+            self.stable_since = now;
+        }
+        out.push(MOutput::Observe(MembershipEvent::DowningDecision {
+            provider: format!("sbr-{name}"),
+            decision,
+            downed,
+        }));
     }
 
     fn leader_actions(&mut self, now: Instant, out: &mut Vec<MOutput>) {
@@ -1417,7 +1659,7 @@ impl Membership {
                     &strategy,
                     &DowningFacts {
                         gossip: &self.gossip,
-                        unreachable: &self.last_unstable_key.0,
+                        unreachable: &self.unreachable_live,
                     },
                     self.me,
                 );
@@ -1430,26 +1672,7 @@ impl Membership {
                     downed,
                     ..
                 } = d;
-                let reason = format!("sbr: {name}: {decision}");
-                // The SBR downs through `cluster.down`, i.e. ClusterDaemon `downing` for each,
-                // this node last (SplitBrainResolverBase `actOnDecision`: "down selfAddress
-                // last, since it may shutdown itself if down alone"): its farewell gossip then
-                // carries every member it downed. Downing itself first sent a farewell that
-                // showed only itself Down; the others it downed (and stopped by their STONITH
-                // gossip) stayed Up in the survivors' views, their stale unreachable records
-                // made the survivors look indirectly connected, and the survivors downed
-                // themselves (swarm-keep-majority seed 178786).
-                let (others, this): (Vec<NodeAddr>, Vec<NodeAddr>) =
-                    downed.iter().partition(|a| **a != self.me);
-                for a in others.iter().chain(this.iter()) {
-                    self.set_status(*a, MemberStatus::Down, Some(reason.clone()));
-                    self.gossip_after_down(*a, out);
-                }
-                out.push(MOutput::Observe(MembershipEvent::DowningDecision {
-                    provider: format!("sbr-{name}"),
-                    decision,
-                    downed,
-                }));
+                self.act_on_decision(now, name, decision, downed, out);
             }
         }
     }

@@ -213,6 +213,7 @@ fn sbr(strategy: SbrStrategy) -> MembershipConfig {
             strategy,
             stable_after_ms: 5000,
             down_removal_margin_ms: 5000,
+            down_all_when_unstable: Default::default(),
         },
         ..Default::default()
     }
@@ -631,6 +632,7 @@ fn config_deserializes() {
             },
             stable_after_ms: 7000,
             down_removal_margin_ms: 7000,
+            down_all_when_unstable: Default::default(),
         }
     );
     // An omitted down-if-alone is Akka's default, on.
@@ -1381,12 +1383,14 @@ fn keep_majority_minority_with_the_lowest_address_and_an_even_split() {
     }
 }
 
-/// Akka SBR: any membership change restarts `stable-after`, not only a reachability change
-/// (survivors of cargo-mutants left the member set out of the stability key: `live` as
-/// empty). Five nodes, {3, 4} cut off; while the majority waits, node 5 joins it (Joining:
-/// convergence is blocked); the decision comes `stable-after` after that join.
+/// Akka SBR restarts `stable-after` on a member's Up, Exited, Unreachable, Reachable and
+/// Downed events, not on a join (SplitBrainResolver.scala `receive`, SBR:274-291: `addJoining`
+/// changes the members without `mutateMemberInfo(resetStable = true)`). Five nodes, {3, 4} cut
+/// off; while the majority waits, node 5 joins it (Joining: convergence is blocked, so it does
+/// not become Up); the decision comes `stable-after` after the unreachability, before
+/// `stable-after` has passed since the join.
 #[test]
-fn sbr_stable_after_restarts_when_a_member_joins() {
+fn sbr_stable_after_does_not_restart_when_a_member_joins() {
     let mut s = Sim::new(6, sbr(SbrStrategy::KeepMajority));
     for i in 0..5 {
         let seeds = if i == 0 { vec![] } else { vec![addr(0)] };
@@ -1417,7 +1421,7 @@ fn sbr_stable_after_restarts_when_a_member_joins() {
         .first_event(|n, e| n == 0 && matches!(e, MembershipEvent::DowningDecision { .. }))
         .expect("the majority decides");
     assert!(
-        decided >= joined + Duration::from_millis(5000),
+        decided < joined + Duration::from_millis(5000),
         "joined at {joined}, decided at {decided}"
     );
 }
@@ -1624,4 +1628,74 @@ fn seen_digests_of_different_seen_sets_differ() {
     assert_ne!(digest(&[a1]), digest(&[a1_inc2]));
     assert_ne!(digest(&[a0]), digest(&[a0, a1]));
     assert_eq!(digest(&[a0, a1]), digest(&[a1, a0]));
+}
+
+/// A keep-majority resolver (stable-after 10 s) on five nodes whose reachability keeps
+/// changing from 15 s on: node 3 is cut off from {0, 1, 2} 8 s of every 10, node 4 the same 5 s
+/// later, so one of them is always unreachable, the set changes at least every 5 s, and
+/// stable-after never passes.
+fn flapping(unstable: DownAllWhenUnstable) -> Sim {
+    let mut s = Sim::new(
+        5,
+        MembershipConfig {
+            downing: DowningProvider::SplitBrainResolver {
+                strategy: SbrStrategy::KeepMajority,
+                stable_after_ms: 10_000,
+                down_removal_margin_ms: 10_000,
+                down_all_when_unstable: unstable,
+            },
+            ..Default::default()
+        },
+    );
+    s.start_all();
+    s.run_until(secs(15));
+    for t in 0..45u64 {
+        let cut3 = t % 10 < 8;
+        let cut4 = t >= 5 && (t - 5) % 10 < 8;
+        match (cut3, cut4) {
+            (true, true) => s.partition(&[&[0, 1, 2], &[3, 4]]),
+            (true, false) => s.partition(&[&[0, 1, 2, 4], &[3]]),
+            (false, true) => s.partition(&[&[0, 1, 2, 3], &[4]]),
+            (false, false) => s.heal(),
+        }
+        s.run_until(secs(15 + t + 1));
+    }
+    s
+}
+
+/// Akka's `down-all-when-unstable` (on by default: 3/4 of stable-after, here 7.5 s): when
+/// reachability has kept changing for stable-after + 7.5 s since the first change, every node
+/// downs every member (SplitBrainResolver.scala `tick`, SBR:298-316), and the whole cluster
+/// stops. Off, nobody is downed that way.
+#[test]
+fn sbr_downs_everyone_when_reachability_stays_unstable() {
+    let s = flapping(DownAllWhenUnstable::On);
+    let at = s
+        .first_event(|n, e| {
+            n == 0
+                && matches!(e, MembershipEvent::DowningDecision { provider, .. }
+                    if provider == "sbr-down-all-when-unstable")
+        })
+        .expect("node 0 downs everyone");
+    // The first change (node 3 unreachable) comes about 3 s after the cut at 15 s.
+    assert!(
+        at > secs(35) && at < secs(38),
+        "down all at {at}: 17.5 s after the first change"
+    );
+    assert!(
+        s.observed.iter().all(|(t, _, e)| *t >= at
+            || !matches!(e, MembershipEvent::DowningDecision { provider, .. }
+                if provider != "sbr-down-all-when-unstable")),
+        "stable-after never passed before"
+    );
+    assert!(survivors(&s).is_empty(), "{:?}", survivors(&s));
+
+    let s = flapping(DownAllWhenUnstable::Off);
+    assert!(s
+        .first_event(
+            |_, e| matches!(e, MembershipEvent::DowningDecision { provider, .. }
+            if provider == "sbr-down-all-when-unstable")
+        )
+        .is_none());
+    assert_eq!(survivors(&s).len(), 5);
 }
