@@ -851,27 +851,71 @@ pub fn rate_check(found: u64, schedules: u64, band: (f64, f64)) -> RateCheck {
     }
 }
 
+/// How a printed command starts: `cargo run --release --` when this program runs from the
+/// checkout's own build (the current folder holds `Cargo.toml` and the program is under its
+/// `target/`), `shardsim` when the `shardsim` found on `PATH` is this program, and else this
+/// program's full path, so that a printed line runs where it was printed.
+pub fn invocation() -> &'static str {
+    static INVOCATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    INVOCATION.get_or_init(|| {
+        let exe = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+        let cwd = std::env::current_dir().and_then(|p| p.canonicalize()).ok();
+        let Some(exe) = exe else {
+            return "shardsim".to_string();
+        };
+        if let Some(cwd) = cwd {
+            if cwd.join("Cargo.toml").is_file() && exe.starts_with(cwd.join("target")) {
+                return "cargo run --release --".to_string();
+            }
+        }
+        let name = format!("shardsim{}", std::env::consts::EXE_SUFFIX);
+        let on_path = std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path)
+                .any(|dir| dir.join(&name).canonicalize().ok().as_ref() == Some(&exe))
+        });
+        if on_path {
+            "shardsim".to_string()
+        } else {
+            exe.display().to_string()
+        }
+    })
+}
+
 /// The exact command that replays one seed of a scenario file.
 pub fn replay_command(scenario_path: &Path, seed: u64) -> String {
     format!(
-        "cargo run --release -- run {} --seed {seed} --trace shardsim-{seed}.jsonl",
+        "{} run {} --seed {seed} --trace shardsim-{seed}.jsonl",
+        invocation(),
+        scenario_path.display()
+    )
+}
+
+/// The exact command that explains one failing seed of a scenario file.
+pub fn explain_command(scenario_path: &Path, seed: u64) -> String {
+    format!(
+        "{} explain {} --seed {seed}",
+        invocation(),
         scenario_path.display()
     )
 }
 
 /// [`replay_command`] on a host other than the own world (`--host madsim`).
 pub fn replay_command_on(scenario_path: &Path, seed: u64, host: &str) -> String {
-    let own = replay_command(scenario_path, seed);
     if host == "own" {
-        return own;
+        return replay_command(scenario_path, seed);
     }
-    own.replacen(" -- run ", &format!(" -- run --host {host} "), 1)
+    format!(
+        "{} run --host {host} {} --seed {seed} --trace shardsim-{seed}.jsonl",
+        invocation(),
+        scenario_path.display()
+    )
 }
 
 /// The exact command that shrinks one failing seed of a scenario file to a minimal scenario.
 pub fn shrink_command(scenario_path: &Path, seed: u64) -> String {
     format!(
-        "cargo run --release -- shrink {} --seed {seed}",
+        "{} shrink {} --seed {seed}",
+        invocation(),
         scenario_path.display()
     )
 }

@@ -86,10 +86,10 @@ fn rel(path: &Path) -> &Path {
 fn commands(path: &Path, seed: u64) -> String {
     let path = rel(path);
     format!(
-        "replay:  {}\nshrink:  {}\nexplain: cargo run --release -- explain {} --seed {seed}",
+        "replay:  {}\nshrink:  {}\nexplain: {}",
         campaign::replay_command(path, seed),
         campaign::shrink_command(path, seed),
-        path.display()
+        campaign::explain_command(path, seed)
     )
 }
 

@@ -264,6 +264,7 @@ fn print_failure(path: &Path, f: &campaign::Failure, expected: Outcome, host: Ho
         && host == Host::Own
     {
         println!("  shrink: {}", campaign::shrink_command(path, f.seed));
+        println!("  explain: {}", campaign::explain_command(path, f.seed));
     }
 }
 
@@ -428,6 +429,7 @@ fn coverage_or_guided(args: FuzzArgs) -> Exit {
                 println!("  written to {}", p.display());
                 println!("  replay: {}", campaign::replay_command(&p, f.seed));
                 println!("  shrink: {}", campaign::shrink_command(&p, f.seed));
+                println!("  explain: {}", campaign::explain_command(&p, f.seed));
             }
             Err(e) => {
                 eprintln!("error: {e}");

@@ -135,6 +135,7 @@ pub fn run(args: RunArgs) -> Exit {
                 // The shrinker replays on the own world only.
                 if host == Host::Own {
                     println!("shrink: {}", campaign::shrink_command(path, seed));
+                    println!("explain: {}", campaign::explain_command(path, seed));
                 }
                 println!("outcome: {} (UNEXPECTED)", v.invariant);
                 Exit::Failed
