@@ -1110,6 +1110,23 @@ pub fn merge(inputs: &[(PathBuf, Summary)]) -> Result<Summary, InputError> {
     order.sort_by_key(|(_, s)| (s.seed_start, s.schedules));
     for w in order.windows(2) {
         let ((pa, a), (pb, b)) = (w[0], w[1]);
+        if b.seed_start > a.seed_end() {
+            return Err(InputError {
+                files: vec![pa.clone(), pb.clone()],
+                line: None,
+                field: Some("seed_start".into()),
+                message: format!(
+                    "a gap between the seed ranges: {}..{} and {}..{} leave seeds {}..{} out \
+                     (merge the missing slice too)",
+                    a.seed_start,
+                    a.seed_end(),
+                    b.seed_start,
+                    b.seed_end(),
+                    a.seed_end(),
+                    b.seed_start
+                ),
+            });
+        }
         if b.seed_start < a.seed_end() {
             return Err(InputError {
                 files: vec![pa.clone(), pb.clone()],

@@ -188,7 +188,7 @@ fn write_summary(path: &Path, scenario: &str, seed_start: u64, schedules: u64) {
 }
 
 #[test]
-fn cli_merge_rejects_overlaps_other_scenarios_and_bad_files() {
+fn cli_merge_rejects_overlaps_gaps_other_scenarios_and_bad_files() {
     let d = tmp("merge-bad");
     let (a, b, c, out) = (
         d.join("slice-a.json"),
@@ -248,6 +248,34 @@ fn cli_merge_rejects_overlaps_other_scenarios_and_bad_files() {
     assert_eq!(code, 0, "{so}{err}");
     let m = campaign::read_summary(&out).unwrap();
     assert_eq!((m.seed_start, m.schedules), (0, 250));
+    // A gap between the ranges (0..200, then 300..350): refused, naming both and the seeds left
+    // out, rather than labelled as 250 schedules from seed 0.
+    write_summary(&b, "fast-reorder", 300, 50);
+    std::fs::remove_file(&out).unwrap();
+    let (code, _, err) = shardsim(&[
+        "merge",
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("slice-a.json") && err.contains("slice-b.json"),
+        "{err}"
+    );
+    assert!(err.contains("gap") && err.contains("200..300"), "{err}");
+    assert!(!out.exists(), "nothing written on error");
+    // The output among the inputs (named first by mistake): refused, the input untouched.
+    let before = std::fs::read(&a).unwrap();
+    let (code, _, err) = shardsim(&[
+        "merge",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the output is also an input"), "{err}");
+    assert_eq!(std::fs::read(&a).unwrap(), before);
 }
 
 #[test]

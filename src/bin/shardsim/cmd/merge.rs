@@ -9,6 +9,20 @@ pub fn run(args: MergeArgs) -> Exit {
     let MergeArgs { out, inputs } = args;
     let out: &Path = &out;
     let inputs: &[PathBuf] = &inputs;
+    // The merged file never replaces one of its inputs (an output named first among the
+    // positionals by mistake).
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    };
+    if let Some(p) = inputs.iter().find(|p| same(p, out)) {
+        eprintln!(
+            "error: {}: the output is also an input; the merged summary goes to the first path \
+             (`shardsim merge OUT IN...`)",
+            p.display()
+        );
+        return Exit::BadInput;
+    }
     let mut slices: Vec<(PathBuf, Summary)> = Vec::new();
     for p in inputs {
         match campaign::read_summary(p) {
