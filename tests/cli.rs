@@ -712,3 +712,93 @@ fn default_outputs_stay_out_of_the_tracked_folders() {
     }
     assert!(defaults >= 5, "{defaults} defaults under shardsim-out/");
 }
+
+/// An output path that cannot be written fails at once, before the campaign, the run or the
+/// shrink, naming the flag; and a write that fails leaves no temporary file behind.
+#[test]
+fn bad_output_paths_fail_before_the_work() {
+    let d = tmp("bad-outputs");
+    // A folder where a file's parent should be: nothing can be created under a file.
+    let file = d.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("out.json");
+    let under = under_file.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "fuzz",
+                "sim-scenarios/smoke.toml",
+                "--schedules",
+                "100000",
+                "--summary",
+                under,
+            ],
+            "--summary",
+        ),
+        (
+            &[
+                "run",
+                "sim-scenarios/smoke.toml",
+                "--seed",
+                "1",
+                "--trace",
+                under,
+            ],
+            "--trace",
+        ),
+        (
+            &[
+                "run",
+                "sim-scenarios/smoke.toml",
+                "--seed",
+                "1",
+                "--perfetto",
+                under,
+            ],
+            "--perfetto",
+        ),
+        (
+            &[
+                "shrink",
+                "sim-scenarios/faults/swarm-auto-down.toml",
+                "--seed",
+                "260",
+                "--out",
+                under,
+            ],
+            "--out",
+        ),
+    ];
+    for (args, flag) in cases {
+        let started = std::time::Instant::now();
+        let (code, out, err) = shardsim(args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains(flag) && err.contains("a-file"),
+            "{args:?}: {err}"
+        );
+        // Refused before the work: a 100,000-schedule campaign would take minutes.
+        assert!(started.elapsed().as_secs() < 20, "{args:?}");
+    }
+    // A trace path that is a folder.
+    let (code, _, err) = shardsim(&[
+        "run",
+        "sim-scenarios/smoke.toml",
+        "--seed",
+        "1",
+        "--trace",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is a folder"), "{err}");
+    // write_atomic onto a folder that holds a file: the rename fails, no temporary file stays.
+    let target = d.join("occupied");
+    std::fs::create_dir_all(target.join("inside")).unwrap();
+    assert!(shardsim::campaign::write_atomic(&target, b"data").is_err());
+    let left: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

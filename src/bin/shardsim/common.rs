@@ -25,6 +25,20 @@ pub fn load(path: &Path) -> Result<Arc<Scenario>, Exit> {
     })
 }
 
+/// Each `(flag, path)` that will be written can be (else exit 2 naming the flag and the path),
+/// checked before the work starts.
+pub fn check_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<(), Exit> {
+    for (flag, path) in outputs {
+        if let Some(p) = path {
+            if let Err(e) = shardsim::campaign::check_writable(p) {
+                eprintln!("error: {flag} {}: cannot write there: {e}", p.display());
+                return Err(Exit::BadInput);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every `.toml` file under `dir`, recursively, in path order.
 pub fn scenario_files(dir: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)

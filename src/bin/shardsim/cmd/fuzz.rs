@@ -58,6 +58,10 @@ pub fn run(args: FuzzArgs) -> Exit {
         );
         return Exit::BadInput;
     }
+    // Output paths that cannot be written: say so before the campaign, not after.
+    if let Err(code) = crate::common::check_outputs(&[("--summary", summary.as_deref())]) {
+        return code;
+    }
     // A corpus that does not parse is bad input: say so before the campaign, not after.
     if let Some(c) = &corpus {
         if let Err(e) = campaign::read_corpus(c) {

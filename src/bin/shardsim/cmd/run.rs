@@ -26,6 +26,12 @@ pub fn run(args: RunArgs) -> Exit {
         Ok(s) => s,
         Err(c) => return c,
     };
+    if let Err(code) = crate::common::check_outputs(&[
+        ("--trace", trace.as_deref()),
+        ("--perfetto", perfetto.as_deref()),
+    ]) {
+        return code;
+    }
     // With --trace, the causal recorder runs beside the trace (its `step` lines are what
     // `explain TRACE` reads); with --perfetto, the run also records send times for the flows.
     // The trace and its hash are the same without either. Both are the own world's.

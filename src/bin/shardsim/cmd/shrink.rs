@@ -30,6 +30,9 @@ pub fn run(args: ShrinkArgs) -> Exit {
     let out = out.unwrap_or_else(|| {
         PathBuf::from("shardsim-out/shrunk").join(format!("{}-seed{seed}.toml", sc.name))
     });
+    if let Err(code) = crate::common::check_outputs(&[("--out", Some(&out))]) {
+        return code;
+    }
     let opts = ShrinkOptions {
         max_runs,
         seed_tries,

@@ -52,6 +52,9 @@ pub fn run(args: SweepArgs) -> Exit {
         eprintln!("error: {}: not a folder of scenario files", dir.display());
         return Exit::BadInput;
     }
+    if let Err(code) = crate::common::check_outputs(&[("--out", Some(out))]) {
+        return code;
+    }
     let files: Vec<PathBuf> = scenario_files(dir)
         .into_iter()
         .filter(|f| {
