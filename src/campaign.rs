@@ -922,16 +922,7 @@ pub fn shrink_command(scenario_path: &Path, seed: u64) -> String {
 
 /// Write `contents` to `path` atomically (temporary file in the same folder, then rename).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let tmp = beside(path, "tmp")?;
     let written = (|| {
         use std::io::Write;
         let mut f = std::fs::File::create(&tmp)?;
@@ -956,6 +947,13 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
     if path.is_dir() {
         return Err(std::io::Error::other("is a folder, not a file"));
     }
+    let probe = beside(path, "probe")?;
+    std::fs::File::create(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+/// A hidden file name beside `path` (`.NAME.<what>.<pid>`), its folder made first.
+fn beside(path: &Path, what: &str) -> std::io::Result<PathBuf> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -965,9 +963,7 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let probe = dir.join(format!(".{name}.probe.{}", std::process::id()));
-    std::fs::File::create(&probe)?;
-    std::fs::remove_file(&probe)
+    Ok(dir.join(format!(".{name}.{what}.{}", std::process::id())))
 }
 
 // ---------------------------------------------------------------------------------------------

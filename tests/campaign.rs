@@ -196,15 +196,19 @@ fn cli_merge_rejects_overlaps_gaps_other_scenarios_and_bad_files() {
         d.join("slice-c.json"),
         d.join("out.json"),
     );
+    // `shardsim merge OUT IN1 IN2`.
+    let merge = |out: &Path, a: &Path, b: &Path| {
+        shardsim(&[
+            "merge",
+            out.to_str().unwrap(),
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ])
+    };
     write_summary(&a, "fast-reorder", 0, 200);
     write_summary(&b, "fast-reorder", 100, 200);
     write_summary(&c, "smoke", 500, 10);
-    let (code, _, err) = shardsim(&[
-        "merge",
-        out.to_str().unwrap(),
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-    ]);
+    let (code, _, err) = merge(&out, &a, &b);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("slice-a.json") && err.contains("slice-b.json"),
@@ -212,12 +216,7 @@ fn cli_merge_rejects_overlaps_gaps_other_scenarios_and_bad_files() {
     );
     assert!(err.contains("overlap"), "{err}");
     assert!(!out.exists(), "nothing written on error");
-    let (code, _, err) = shardsim(&[
-        "merge",
-        out.to_str().unwrap(),
-        a.to_str().unwrap(),
-        c.to_str().unwrap(),
-    ]);
+    let (code, _, err) = merge(&out, &a, &c);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("slice-a.json") && err.contains("slice-c.json"),
@@ -229,22 +228,12 @@ fn cli_merge_rejects_overlaps_gaps_other_scenarios_and_bad_files() {
         .unwrap()
         .replace("\"schedules\": 200", "\"schedules\": \"many\"");
     std::fs::write(&b, text).unwrap();
-    let (code, _, err) = shardsim(&[
-        "merge",
-        out.to_str().unwrap(),
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-    ]);
+    let (code, _, err) = merge(&out, &a, &b);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("slice-b.json:5: field `schedules`"), "{err}");
     // Adjacent ranges merge.
     write_summary(&b, "fast-reorder", 200, 50);
-    let (code, so, err) = shardsim(&[
-        "merge",
-        out.to_str().unwrap(),
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-    ]);
+    let (code, so, err) = merge(&out, &a, &b);
     assert_eq!(code, 0, "{so}{err}");
     let m = campaign::read_summary(&out).unwrap();
     assert_eq!((m.seed_start, m.schedules), (0, 250));
@@ -252,12 +241,7 @@ fn cli_merge_rejects_overlaps_gaps_other_scenarios_and_bad_files() {
     // out, rather than labelled as 250 schedules from seed 0.
     write_summary(&b, "fast-reorder", 300, 50);
     std::fs::remove_file(&out).unwrap();
-    let (code, _, err) = shardsim(&[
-        "merge",
-        out.to_str().unwrap(),
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-    ]);
+    let (code, _, err) = merge(&out, &a, &b);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("slice-a.json") && err.contains("slice-b.json"),
@@ -267,12 +251,7 @@ fn cli_merge_rejects_overlaps_gaps_other_scenarios_and_bad_files() {
     assert!(!out.exists(), "nothing written on error");
     // The output among the inputs (named first by mistake): refused, the input untouched.
     let before = std::fs::read(&a).unwrap();
-    let (code, _, err) = shardsim(&[
-        "merge",
-        a.to_str().unwrap(),
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-    ]);
+    let (code, _, err) = merge(&a, &a, &b);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("the output is also an input"), "{err}");
     assert_eq!(std::fs::read(&a).unwrap(), before);

@@ -69,18 +69,12 @@ fn reports_hold_summaries_not_raw_results() {
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
+    let mut all = Vec::new();
+    all_files(dir, &mut all);
+    out.extend(
+        all.into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "rs")),
+    );
 }
 
 /// The top-level module of a file under `src` (`sim/net.rs` and `sim.rs` are both `sim`).
