@@ -331,8 +331,9 @@ pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 pub struct Tick {
     /// Schedules done so far.
     pub done: u64,
-    /// Failures found so far (of every kind; with `until_failure` also some past the lowest
-    /// failing seed, which the summary leaves out).
+    /// Unexpected failures found so far: neither the scenario's declared outcome nor one of its
+    /// known hazards (with `until_failure` also some past the lowest failing seed, which the
+    /// summary leaves out).
     pub failures: u64,
 }
 
@@ -610,7 +611,12 @@ fn fuzz_impl(
                             break;
                         }
                     }
-                    let found = c.failures.len() as u64;
+                    let expected = sc.expect.outcome;
+                    let found = c
+                        .failures
+                        .iter()
+                        .filter(|f| !f.is_expected(expected) && !f.is_known())
+                        .count() as u64;
                     observe(Tick {
                         done: done.fetch_add(c.ran, Ordering::Relaxed) + c.ran,
                         failures: failing.fetch_add(found, Ordering::Relaxed) + found,

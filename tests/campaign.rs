@@ -599,12 +599,29 @@ fn progress_lines_when_stderr_is_not_a_terminal() {
         .collect();
     assert!(lines.len() >= 3, "{err}");
     assert!(lines[0].contains("/200 schedules ("), "{err}");
-    assert!(lines[0].contains("schedules/s, 0 failures, "), "{err}");
+    assert!(lines[0].contains("schedules/s, 0 unexpected, "), "{err}");
     assert!(lines[0].contains(" s left"), "{err}");
     assert!(
         !out.contains("/200 schedules ("),
         "progress goes to stderr: {out}"
     );
+    // The count is of unexpected failures only: a hazard's declared outcome is not one.
+    let hazard = [
+        "fuzz",
+        "sim-scenarios/hazards/reorder-across-handoff.toml",
+        "--schedules",
+        "40",
+        "--jobs",
+        "1",
+    ];
+    let (code, out, err) = shardsim_env(&hazard, &[("SHARDSIM_PROGRESS_SECS", "0")]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("expected per-sender-order seed 2"), "{out}");
+    let last = err
+        .lines()
+        .rfind(|l| l.starts_with("fuzz reorder-across-handoff: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(last.contains(" 0 unexpected"), "{last}");
     let mut quiet = args.to_vec();
     quiet.push("--quiet");
     let (_, _, err) = shardsim_env(&quiet, &[("SHARDSIM_PROGRESS_SECS", "0")]);

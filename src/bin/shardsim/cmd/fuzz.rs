@@ -98,7 +98,7 @@ pub fn run(args: FuzzArgs) -> Exit {
         format!("fuzz {}", sc.name),
         slice_len,
         "schedules",
-        "failures",
+        "unexpected",
         quiet,
         opts.until_failure,
     );
@@ -111,7 +111,7 @@ pub fn run(args: FuzzArgs) -> Exit {
         .observe(&observe)
         .host(host)
         .run();
-    reporter.finish(sum.schedules, sum.failures.len() as u64);
+    reporter.finish(sum.schedules, sum.unexpected_count(sc.expect.outcome));
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let ran = sum.schedules;
     let seed_start = sum.seed_start;
@@ -327,7 +327,7 @@ fn coverage_or_guided(args: FuzzArgs) -> Exit {
         format!("fuzz --{what} {}", sc.name),
         opts.schedules,
         "schedules",
-        "failures",
+        "unexpected",
         quiet,
         opts.until_failure,
     );
