@@ -491,7 +491,7 @@ impl<'a> View<'a> {
 
 /// Whether the resolver may down `m`: every live member but an Exiting one (Akka's
 /// `nodesToDown`: `members` without Down and Exiting, plus the joining).
-fn downable(m: &GossipMember) -> bool {
+pub(super) fn downable(m: &GossipMember) -> bool {
     m.status < MemberStatus::Down && m.status != MemberStatus::Exiting
 }
 

@@ -1452,7 +1452,7 @@ impl Membership {
                 .gossip
                 .members
                 .iter()
-                .filter(|(_, m)| m.status < MemberStatus::Down && m.status != MemberStatus::Exiting)
+                .filter(|(_, m)| downing::downable(m))
                 .map(|(a, _)| *a)
                 .collect();
             let text = format!(
